@@ -1,0 +1,2 @@
+//! headroom-afpacket: see Cargo.toml for its purpose. Work in progress.
+#![forbid(unsafe_code)]

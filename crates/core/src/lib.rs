@@ -1,0 +1,15 @@
+//! The sans-IO dataplane core of headroom.
+//!
+//! This crate holds every decision a lossless Ethernet switch makes about a frame: classification
+//! (PCP/DSCP → traffic class → priority group and queue), buffer accounting (pools, priority groups,
+//! reserved/shared/headroom, static and dynamic thresholds), IEEE 802.1Qbb PFC generation and
+//! reception, ECN marking, scheduling and the PFC watchdog.
+//!
+//! It is fully deterministic: it contains no I/O, never reads a clock (time is passed in as
+//! [`time::Instant`]), spawns no thread and takes no lock; randomness comes from a seeded generator.
+//! The runtime, the benchmarks and the simulator all drive this same code.
+#![forbid(unsafe_code)]
+
+pub mod frame;
+pub mod time;
+pub mod types;

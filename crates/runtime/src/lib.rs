@@ -1,0 +1,2 @@
+//! headroom-runtime: see Cargo.toml for its purpose. Work in progress.
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+/work/main/target/debug/headroom: /work/main/crates/cli/src/main.rs

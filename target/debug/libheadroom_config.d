@@ -1,0 +1,1 @@
+/work/main/target/debug/libheadroom_config.rlib: /work/main/crates/config/src/lib.rs

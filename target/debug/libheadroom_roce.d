@@ -1,0 +1,1 @@
+/work/main/target/debug/libheadroom_roce.rlib: /work/main/crates/roce/src/lib.rs

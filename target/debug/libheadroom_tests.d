@@ -1,0 +1,1 @@
+/work/main/target/debug/libheadroom_tests.rlib: /work/main/tests/src/lib.rs

@@ -1,0 +1,1 @@
+/work/main/target/debug/libheadroom_wire.rlib: /work/main/crates/wire/src/lib.rs

@@ -1,0 +1,1 @@
+/work/main/target/debug/rocegen: /work/main/crates/rocegen/src/main.rs
