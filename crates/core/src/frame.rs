@@ -54,7 +54,10 @@ impl HeapFrame {
     pub fn new(bytes: &[u8]) -> Self {
         let mut buf = vec![0; HEAP_FRAME_HEADROOM + bytes.len()];
         buf[HEAP_FRAME_HEADROOM..].copy_from_slice(bytes);
-        Self { buf, start: HEAP_FRAME_HEADROOM }
+        Self {
+            buf,
+            start: HEAP_FRAME_HEADROOM,
+        }
     }
 }
 

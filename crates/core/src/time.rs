@@ -89,7 +89,12 @@ impl Sub for Instant {
 
 impl fmt::Debug for Instant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "t+{}.{:09}s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "t+{}.{:09}s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 
@@ -105,6 +110,9 @@ mod tests {
         assert_eq!(Instant::ZERO - t, Duration::ZERO);
         assert_eq!(t - Instant::ZERO, Duration::from_millis(5));
         assert_eq!(Instant::MAX + Duration::from_secs(1), Instant::MAX);
-        assert_eq!(format!("{:?}", Instant::from_nanos(1_500_000_000)), "t+1.500000000s");
+        assert_eq!(
+            format!("{:?}", Instant::from_nanos(1_500_000_000)),
+            "t+1.500000000s"
+        );
     }
 }
