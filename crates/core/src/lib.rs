@@ -10,6 +10,9 @@
 //! The runtime, the benchmarks and the simulator all drive this same code.
 #![forbid(unsafe_code)]
 
+pub mod buffer;
+pub mod counters;
 pub mod frame;
+pub mod params;
 pub mod time;
 pub mod types;

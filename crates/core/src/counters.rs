@@ -1,0 +1,170 @@
+//! Counters with exactly one writer each, readable from any thread (VPP's per-thread counters).
+//!
+//! Each side of the dataplane (an ingress side, an egress side) owns its counter block and is the
+//! only thread that writes it; the control plane reads with relaxed loads and sums across sides.
+//! Because a counter has one writer, an increment is a plain load + store: no locked
+//! read-modify-write on the per-packet path.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// A monotonically increasing `u64` written by exactly one thread.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n`. Only the owning side may call this.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        // Relaxed: readers want an eventually consistent total, not an ordering with other data.
+        // Load + store is correct because this thread is the only writer.
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Adds 1.
+    #[inline]
+    pub fn inc(&self) {
+        self.add(1);
+    }
+
+    /// The current value.
+    #[inline]
+    #[must_use]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A high-water mark: the writer raises it, the control plane reads and clears it.
+///
+/// Read-and-clear is how SAI exposes watermarks (`READ_AND_CLEAR`, `sonic-buffer-model.md` §5.4).
+/// The clear is the one place where a second thread writes: a clear that races with a raise can
+/// either lose the clear (the raise wins, reporting a depth observed around the clear) or keep
+/// it; it can never report a depth that did not occur.
+#[derive(Debug, Default)]
+pub struct Watermark(AtomicU64);
+
+impl Watermark {
+    /// Records an observed level.
+    #[inline]
+    pub fn observe(&self, level: u64) {
+        if level > self.0.load(Ordering::Relaxed) {
+            self.0.store(level, Ordering::Relaxed);
+        }
+    }
+
+    /// The highest level since the last [`Watermark::take`].
+    #[must_use]
+    pub fn peek(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Returns the highest level since the last call and clears it (read-and-clear).
+    pub fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// A gauge: a level written by one thread (a depth, an occupancy).
+#[derive(Debug, Default)]
+pub struct Gauge(AtomicU64);
+
+impl Gauge {
+    /// Sets the level. Only the owning side may call this.
+    #[inline]
+    pub fn set(&self, level: u64) {
+        self.0.store(level, Ordering::Relaxed);
+    }
+
+    /// The current level.
+    #[inline]
+    #[must_use]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+macro_rules! drop_reasons {
+    ($($variant:ident => $name:literal, $doc:literal;)*) => {
+        /// Why a frame was dropped. Every drop in headroom has exactly one reason; names are
+        /// stable (they appear in `headroom show ports`, metrics labels and logs).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum DropReason {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl DropReason {
+            /// Every reason, in declaration order.
+            pub const ALL: &'static [DropReason] = &[$(DropReason::$variant,)*];
+            /// Number of reasons.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// The stable name.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(DropReason::$variant => $name,)*
+                }
+            }
+
+            /// The reason as an index into per-reason arrays.
+            #[must_use]
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+        }
+    };
+}
+
+drop_reasons! {
+    Runt => "runt", "Shorter than an Ethernet header, or a header it announces is truncated.";
+    Oversize => "oversize", "Longer than the port's MTU allows.";
+    MacControlMalformed => "mac_control_malformed", "A MAC Control frame (EtherType 0x8808) that does not parse: wrong destination, reserved bits set, truncated.";
+    MacControlConsumed => "mac_control_consumed", "A MAC Control frame acted on (PFC, PAUSE) or ignored (unknown opcode); never forwarded.";
+    VlanFiltered => "vlan_filtered", "The frame's VLAN is not allowed on the ingress port, or it carries two tags.";
+    SamePort => "same_port", "The destination is the port the frame came in on.";
+    NoDestination => "no_destination", "Flooding found no other port in the VLAN.";
+    SourceMulticast => "source_multicast", "The source MAC address is multicast (IEEE 802.1Q 8.7.1: never learned, never forwarded).";
+    IngressLossyLimit => "ingress_lossy_limit", "A lossy priority group reached its reserved + shared limit.";
+    IngressHeadroomExhausted => "ingress_headroom_exhausted", "A lossless priority group used all its headroom (profile xoff, or the shared headroom pool).";
+    EgressQueueLimit => "egress_queue_limit", "A lossy egress queue reached its reserved + shared limit.";
+    QueueRingFull => "queue_ring_full", "The egress queue's ring of frame handles is full.";
+    WredDrop => "wred", "WRED dropped a non-ECT frame on a lossy queue.";
+    PfcwdIngress => "pfcwd_ingress", "The PFC watchdog's drop action: ingress traffic of a stormed priority.";
+    PfcwdQueue => "pfcwd_queue", "The PFC watchdog's drop action: a frame queued for a stormed queue.";
+    NoBuffer => "no_buffer", "No frame buffer to copy a flooded frame into.";
+    TxError => "tx_error", "The port backend refused the frame.";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_and_watermark() {
+        let c = Counter::default();
+        c.inc();
+        c.add(41);
+        assert_eq!(c.get(), 42);
+        let w = Watermark::default();
+        w.observe(5);
+        w.observe(3);
+        assert_eq!(w.peek(), 5);
+        assert_eq!(w.take(), 5);
+        assert_eq!(w.take(), 0);
+    }
+
+    #[test]
+    fn drop_reason_names_are_unique_and_indexed() {
+        let mut names: Vec<_> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DropReason::COUNT);
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(r.index(), i);
+        }
+    }
+}
