@@ -12,7 +12,11 @@
 
 pub mod buffer;
 pub mod counters;
+pub mod fdb;
 pub mod frame;
 pub mod params;
+pub mod pfc;
+pub mod sched;
 pub mod time;
 pub mod types;
+pub mod wred;
