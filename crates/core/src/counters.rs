@@ -123,7 +123,6 @@ drop_reasons! {
     Runt => "runt", "Shorter than an Ethernet header, or a header it announces is truncated.";
     Oversize => "oversize", "Longer than the port's MTU allows.";
     MacControlMalformed => "mac_control_malformed", "A MAC Control frame (EtherType 0x8808) that does not parse: wrong destination, reserved bits set, truncated.";
-    MacControlConsumed => "mac_control_consumed", "A MAC Control frame acted on (PFC, PAUSE) or ignored (unknown opcode); never forwarded.";
     VlanFiltered => "vlan_filtered", "The frame's VLAN is not allowed on the ingress port, or it carries two tags.";
     SamePort => "same_port", "The destination is the port the frame came in on.";
     NoDestination => "no_destination", "Flooding found no other port in the VLAN.";
@@ -137,6 +136,84 @@ drop_reasons! {
     PfcwdQueue => "pfcwd_queue", "The PFC watchdog's drop action: a frame queued for a stormed queue.";
     NoBuffer => "no_buffer", "No frame buffer to copy a flooded frame into.";
     TxError => "tx_error", "The port backend refused the frame.";
+}
+
+type PerPrio<T> = [T; crate::types::PRIORITY_COUNT];
+
+/// Counters of one port kept by an ingress side (one writer: that side).
+///
+/// Indexed by the port they describe. An ingress side writes the receive counters of the ports
+/// it owns, and the egress-admission counters (`queue_*`) of any port it enqueues to.
+#[derive(Debug, Default)]
+pub struct IngressPortCounters {
+    /// Every frame received, whatever happened to it.
+    pub rx_frames: Counter,
+    /// Bytes of every frame received.
+    pub rx_bytes: Counter,
+    /// Frames classified and admitted, per traffic class.
+    pub rx_tc_frames: PerPrio<Counter>,
+    /// Bytes of frames classified and admitted, per traffic class.
+    pub rx_tc_bytes: PerPrio<Counter>,
+    /// Frames that reached admission of each ingress PG (SAI `INGRESS_PRIORITY_GROUP_STAT_PACKETS`).
+    pub pg_frames: PerPrio<Counter>,
+    /// Frames each ingress PG dropped (SAI `..._DROPPED_PACKETS`).
+    pub pg_drops: PerPrio<Counter>,
+    /// PFC frames received with each priority's enable bit set, XON included (SONiC `pfcstat`).
+    pub pfc_rx: PerPrio<Counter>,
+    /// PFC frames received for priorities outside `pfc_enable` (counted in `pfc_rx` too, ignored).
+    pub pfc_rx_ignored: PerPrio<Counter>,
+    /// IEEE 802.3x PAUSE frames received (never counted as PFC).
+    pub pause_rx: Counter,
+    /// MAC Control frames with an opcode we do not act on.
+    pub mac_control_unknown_rx: Counter,
+    /// XOFF transitions of each PG (the PG started asking for pause).
+    pub pg_xoff_transitions: PerPrio<Counter>,
+    /// Drops by reason (ingress reasons only).
+    pub drops: [Counter; DropReason::COUNT],
+    /// Highest shared use of each PG, bytes (SAI `SHARED_WATERMARK_BYTES`).
+    pub pg_shared_watermark: PerPrio<Watermark>,
+    /// Highest headroom use of each PG, bytes (SAI `XOFF_ROOM_WATERMARK_BYTES`).
+    pub pg_headroom_watermark: PerPrio<Watermark>,
+    /// Current total use of each PG, bytes.
+    pub pg_used_bytes: PerPrio<Gauge>,
+    /// Frames refused by egress admission of each of this port's queues.
+    pub queue_admission_drops: PerPrio<Counter>,
+    /// Highest use of each of this port's queues seen at admission, bytes.
+    pub queue_watermark: PerPrio<Watermark>,
+}
+
+/// Pool watermarks kept by an ingress or egress accounting side.
+#[derive(Debug, Default)]
+pub struct PoolCounters {
+    /// Highest shared use, bytes (SAI `BUFFER_POOL_STAT_WATERMARK_BYTES`).
+    pub shared_watermark: Watermark,
+    /// Highest shared-headroom-pool use, bytes (SAI `XOFF_ROOM_WATERMARK_BYTES`).
+    pub headroom_watermark: Watermark,
+}
+
+/// Counters of one port kept by an egress side (one writer: the side that owns the port's TX).
+#[derive(Debug, Default)]
+pub struct EgressPortCounters {
+    /// Frames sent from each queue.
+    pub tx_frames: PerPrio<Counter>,
+    /// Bytes sent from each queue.
+    pub tx_bytes: PerPrio<Counter>,
+    /// Frames marked CE in each queue.
+    pub ecn_marked: PerPrio<Counter>,
+    /// Frames WRED dropped in each queue.
+    pub wred_drops: PerPrio<Counter>,
+    /// Frames the PFC watchdog dropped from each queue.
+    pub pfcwd_drops: PerPrio<Counter>,
+    /// PFC frames sent with each priority's enable bit set, XON included.
+    pub pfc_tx: PerPrio<Counter>,
+    /// PFC frames sent.
+    pub pfc_frames_tx: Counter,
+    /// Drops by reason (egress reasons only).
+    pub drops: [Counter; DropReason::COUNT],
+    /// Current depth of each queue, bytes.
+    pub queue_depth_bytes: PerPrio<Gauge>,
+    /// Sum of queueing delays of sent frames, ns (with `tx_frames`, the mean).
+    pub queue_delay_ns_sum: PerPrio<Counter>,
 }
 
 #[cfg(test)]

@@ -65,7 +65,8 @@ impl PauseView {
 /// Pause state shared by the ingress and egress sides of every port.
 #[derive(Debug)]
 pub struct PfcBoard {
-    slots: Vec<[PauseSlot; PRIORITY_COUNT]>,
+    /// Per port: one slot per priority, then one for IEEE 802.3x PAUSE (the whole port).
+    slots: Vec<[PauseSlot; PRIORITY_COUNT + 1]>,
     /// Per port: priorities whose PGs are in XOFF (bit i = priority i); written by the port's
     /// ingress side, read by its egress side.
     wanted_xoff: Vec<AtomicU8>,
@@ -85,7 +86,17 @@ impl PfcBoard {
     /// (0 resumes at once). A new frame restarts the timer (802.1Qbb 36.1.3.3; 802.3 31B.3.7).
     /// Only the ingress side of `port` may call this.
     pub fn handle_pause(&self, port: usize, prio: Priority, now: Instant, duration_ns: u64) {
-        let slot = &self.slots[port][prio.index()];
+        self.record(port, prio.index(), now, duration_ns);
+    }
+
+    /// Records a received IEEE 802.3x PAUSE on `port` (every priority), like
+    /// [`PfcBoard::handle_pause`].
+    pub fn handle_port_pause(&self, port: usize, now: Instant, duration_ns: u64) {
+        self.record(port, PRIORITY_COUNT, now, duration_ns);
+    }
+
+    fn record(&self, port: usize, index: usize, now: Instant, duration_ns: u64) {
+        let slot = &self.slots[port][index];
         let now_ns = now.as_nanos();
         let until = slot.until.load(Ordering::Relaxed);
         let mark = slot.mark.load(Ordering::Relaxed);
@@ -114,15 +125,37 @@ impl PfcBoard {
     #[inline]
     #[must_use]
     pub fn paused_until(&self, port: usize, prio: Priority) -> Instant {
+        self.until(port, prio.index())
+    }
+
+    /// The 802.3x pause deadline of `port`.
+    #[inline]
+    #[must_use]
+    pub fn port_paused_until(&self, port: usize) -> Instant {
+        self.until(port, PRIORITY_COUNT)
+    }
+
+    #[inline]
+    fn until(&self, port: usize, index: usize) -> Instant {
         // Acquire pairs with the writer's release: a reader that sees a new deadline sees a
         // consistent slot. The scheduler needs only this one word.
-        Instant::from_nanos(self.slots[port][prio.index()].until.load(Ordering::Acquire))
+        Instant::from_nanos(self.slots[port][index].until.load(Ordering::Acquire))
     }
 
     /// A consistent read of the whole pause state of `prio` on `port`.
     #[must_use]
     pub fn view(&self, port: usize, prio: Priority) -> PauseView {
-        let slot = &self.slots[port][prio.index()];
+        self.view_index(port, prio.index())
+    }
+
+    /// A consistent read of the 802.3x pause state of `port`.
+    #[must_use]
+    pub fn port_view(&self, port: usize) -> PauseView {
+        self.view_index(port, PRIORITY_COUNT)
+    }
+
+    fn view_index(&self, port: usize, index: usize) -> PauseView {
+        let slot = &self.slots[port][index];
         loop {
             let before = slot.seq.load(Ordering::Acquire);
             if before % 2 == 1 {
