@@ -154,7 +154,7 @@ mod with_dpdk {
             .cargo_metadata(false)
             .env_metadata(true)
             .probe("libdpdk")
-            .unwrap_or_else(|err| panic!("{NEEDS_DPDK}\npkg-config said: {err}"));
+            .unwrap_or_else(|err| panic!("{NEEDS_DPDK}\n{err}"));
         let cflags = dpdk_cflags();
 
         let mut shim = cc::Build::new();
@@ -218,7 +218,8 @@ mod with_dpdk {
         {
             cflags.extend(["-include".to_owned(), "rte_config.h".to_owned()]);
         }
-        if !cflags.iter().any(|flag| flag.starts_with("-march=")) {
+        let x86_64 = env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|arch| arch == "x86_64");
+        if x86_64 && !cflags.iter().any(|flag| flag.starts_with("-march=")) {
             cflags.push("-march=corei7".to_owned());
         }
         cflags
@@ -264,7 +265,14 @@ mod with_dpdk {
         }
         // bindgen panics (rather than returning an error) when it cannot load
         // libclang; turn that into the same actionable message.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.generate())) {
+        // The default hook would print bindgen's panic with a backtrace
+        // before ours; keep the output to the one actionable message.
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let generated =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.generate()));
+        std::panic::set_hook(default_hook);
+        match generated {
             Ok(Ok(bindings)) => bindings,
             Ok(Err(err)) => panic!("bindgen failed on csrc/wrapper.h: {err}"),
             Err(panic) => {
