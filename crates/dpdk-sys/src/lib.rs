@@ -13,7 +13,7 @@
 //!   inline functions, macros or thread-locals (rx/tx burst, mbuf alloc/free,
 //!   data pointer, lengths, prepend/append/adj/trim, refcounts, `rte_errno`,
 //!   `rte_lcore_id`, `rte_get_tsc_cycles`);
-//! - a few safe helpers ([`errno`], [`lcore_id`], [`tsc_cycles`], [`strerror`]).
+//! - a few safe helpers (`errno`, `lcore_id`, `tsc_cycles`, `strerror`).
 //!
 //! Everything else is `unsafe` raw FFI; the safe port API lives in the
 //! `headroom-dpdk` crate.
