@@ -12,11 +12,17 @@
 
 pub mod buffer;
 pub mod counters;
+pub mod egress;
+pub mod events;
 pub mod fdb;
 pub mod frame;
+pub mod ingress;
 pub mod params;
 pub mod pfc;
 pub mod sched;
+pub mod shared;
+pub mod switch;
 pub mod time;
 pub mod types;
+pub mod watchdog;
 pub mod wred;

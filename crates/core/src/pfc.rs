@@ -231,6 +231,13 @@ impl PfcGenerator {
         }
     }
 
+    /// Whether [`PfcGenerator::poll`] would produce a frame now.
+    #[must_use]
+    pub fn is_due(&self, now: Instant, wanted: u8) -> bool {
+        let wanted = wanted & self.enabled;
+        wanted != self.sent_xoff || (wanted != 0 && now >= self.refresh_at)
+    }
+
     /// The frame to send now, if any, given the priorities the ingress side wants paused.
     pub fn poll(&mut self, now: Instant, wanted: u8) -> Option<PfcDecision> {
         let wanted = wanted & self.enabled;

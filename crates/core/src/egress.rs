@@ -1,0 +1,680 @@
+//! The egress side: what a TX lcore does for each port it transmits on.
+//!
+//! Per poll of a port: PFC frames first (XOFF on a change, refresh, XON), then frames the watchdog
+//! drops, then — if the port may transmit — frames chosen by strict priority and DWRR among the
+//! queues that hold something and are not paused, paced by the shaper, ECN-marked by WRED at
+//! dequeue; each sent frame's cells go back to the ingress side that charged them.
+
+use crate::counters::{DropReason, EgressPortCounters};
+use crate::events::Event;
+use crate::frame::Frame;
+use crate::ingress::{PortConsumers, Queued};
+use crate::params::{PortParams, WatchdogAction, WredParams};
+use crate::pfc::PfcGenerator;
+use crate::sched::{QueueScheduler, Shaper};
+use crate::shared::{EgressCounters, Shared};
+use crate::time::Instant;
+use crate::types::{PortId, Priority, QueueIndex, PRIORITY_COUNT};
+use crate::watchdog::{
+    QueueMitigation, QueueObservation, QueueStatus, QueueWatchdog, WatchdogTransition,
+};
+use crate::wred::{decide, WredRng, WredVerdict};
+use headroom_wire::ethernet::MacAddress;
+use headroom_wire::ipv4::Ipv4Packet;
+use headroom_wire::ipv6::Ipv6Packet;
+use headroom_wire::mac_control::{MacControlRepr, PfcRepr};
+use rtrb::Consumer;
+use std::sync::Arc;
+
+/// Bytes of a PFC frame without FCS (802.1Qbb: padded to the 64-byte minimum frame).
+pub const PFC_FRAME_LEN: usize = 60;
+
+/// Most frames the watchdog's drop action discards from one queue per poll (bounded work).
+const WATCHDOG_DROP_BUDGET: usize = 256;
+
+/// One egress queue: the rings from every ingress side, drained round robin.
+#[derive(Debug)]
+struct EgressQueue<F> {
+    rings: Vec<Consumer<Queued<F>>>,
+    /// Bytes taken out of each ring so far.
+    bytes_out: Vec<u64>,
+    next_ring: usize,
+    lossless: bool,
+    wred: Option<WredParams>,
+    /// Priorities (in `pfc_enable`) whose received PFC pauses this queue.
+    pause_mask: u8,
+    last_tx: Instant,
+    watchdog: Option<QueueWatchdog>,
+    /// Priorities whose PFC frames the watchdog considers for this queue.
+    watched_mask: u8,
+    /// Counter values at the previous watchdog commit while stormed: tx ok, tx drop, rx ok, rx drop.
+    wd_base: [u64; 4],
+}
+
+impl<F> EgressQueue<F> {
+    /// The ring whose head is served next, if any ring holds a frame.
+    fn head_ring(&self) -> Option<usize> {
+        let n = self.rings.len();
+        (0..n)
+            .map(|i| (self.next_ring + i) % n)
+            .find(|&r| !self.rings[r].is_empty())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rings.iter().all(Consumer::is_empty)
+    }
+}
+
+#[derive(Debug)]
+struct EgressPort<F> {
+    id: PortId,
+    mac: MacAddress,
+    queues: [EgressQueue<F>; PRIORITY_COUNT],
+    sched: QueueScheduler,
+    shaper: Shaper,
+    pfc: PfcGenerator,
+    pause_802_3x: bool,
+}
+
+/// The egress side of one TX lcore.
+#[derive(Debug)]
+pub struct Egress<F: Frame> {
+    side: usize,
+    shared: Arc<Shared>,
+    ports: Vec<EgressPort<F>>,
+    /// PortId → index into `ports`.
+    index: Vec<Option<usize>>,
+    rng: WredRng,
+    released_any: bool,
+    watchdog_enabled: bool,
+    next_watchdog_poll: Instant,
+    big_red_switch: bool,
+}
+
+/// The burst size the shaper lets out after idling: two full frames, or 20 µs at the port
+/// rate, whichever is more. Small enough that a software port paces like a link; large enough
+/// that a poll loop running every few µs does not lose throughput.
+fn shaper_burst_bytes(p: &PortParams) -> u32 {
+    let twenty_us = p.shaper_rate_bps / 8 / 50_000;
+    u32::try_from(twenty_us.max(2 * u64::from(p.mtu_bytes) + 64)).unwrap_or(u32::MAX)
+}
+
+impl<F: Frame> Egress<F> {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        side: usize,
+        mut consumers: Vec<PortConsumers<F>>,
+        lossless_queues: &[[bool; PRIORITY_COUNT]],
+        now: Instant,
+    ) -> Self {
+        let params = &shared.params;
+        let owned = shared.layout.egress_ports(side);
+        let mut index = vec![None; params.ports.len()];
+        let watchdog_enabled = owned
+            .iter()
+            .any(|p| params.ports[p.index()].watchdog.is_some());
+        let ports = owned
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| {
+                index[id.index()] = Some(i);
+                let p = &params.ports[id.index()];
+                let queues = core::array::from_fn(|q| {
+                    let rings: Vec<_> = consumers
+                        .iter_mut()
+                        .map(|per_port| {
+                            per_port[id.index()][q]
+                                .take()
+                                .expect("one consumer per ring")
+                        })
+                        .collect();
+                    let qi = QueueIndex::from_low_bits(u8::try_from(q).unwrap_or(0));
+                    let mapped = |set: u8| {
+                        Priority::ALL
+                            .iter()
+                            .filter(|pr| {
+                                set & pr.bit() != 0 && p.maps.pfc_to_queue[pr.index()] == qi
+                            })
+                            .fold(0u8, |m, pr| m | pr.bit())
+                    };
+                    let watched = p.watchdog.map_or(0, |w| w.watched.0 & p.pfc_enable.0);
+                    EgressQueue {
+                        bytes_out: vec![0; rings.len()],
+                        rings,
+                        next_ring: 0,
+                        lossless: lossless_queues[id.index()][q],
+                        wred: p.queues[q].wred,
+                        pause_mask: mapped(p.pfc_enable.0),
+                        last_tx: now,
+                        watchdog: p.watchdog.filter(|_| mapped(watched) != 0).map(|w| {
+                            QueueWatchdog::new(w.action, w.detection_time_ns, w.restoration_time_ns)
+                        }),
+                        watched_mask: mapped(watched),
+                        wd_base: [0; 4],
+                    }
+                });
+                EgressPort {
+                    id,
+                    mac: MacAddress(p.mac),
+                    queues,
+                    sched: QueueScheduler::new(p.queues.map(|q| q.scheduler)),
+                    shaper: Shaper::new(p.shaper_rate_bps, shaper_burst_bytes(p), now),
+                    pfc: PfcGenerator::new(p.pfc_enable.0, p.pfc_quanta, p.pfc_refresh_ns),
+                    pause_802_3x: p.pause_802_3x,
+                }
+            })
+            .collect();
+        let poll = params.watchdog.poll_interval_ns;
+        let seed = params.seed;
+        let big_red_switch = params.watchdog.big_red_switch;
+        let mut egress = Self {
+            side,
+            rng: WredRng::new(seed ^ (side as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            ports,
+            index,
+            released_any: false,
+            watchdog_enabled,
+            next_watchdog_poll: now.saturating_add_nanos(poll),
+            big_red_switch: false,
+            shared,
+        };
+        if big_red_switch {
+            egress.set_big_red_switch(true, now);
+        }
+        egress
+    }
+
+    /// The ports this side transmits on.
+    pub fn ports(&self) -> impl Iterator<Item = PortId> + '_ {
+        self.ports.iter().map(|p| p.id)
+    }
+
+    fn counters(&self) -> &EgressCounters {
+        &self.shared.egress_counters[self.side]
+    }
+
+    /// Produces up to `max` frames to transmit on `port` at `now`, appending them to `out`:
+    /// PFC frames first, then data. `alloc(len)` provides a zeroed frame buffer for a PFC frame.
+    /// Returns how many frames were appended.
+    pub fn poll_tx_burst(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        out: &mut Vec<F>,
+        max: usize,
+        alloc: &mut impl FnMut(usize) -> Option<F>,
+    ) -> usize {
+        let Some(i) = self.index[port.index()] else {
+            debug_assert!(
+                false,
+                "{port} is not transmitted by egress side {}",
+                self.side
+            );
+            return 0;
+        };
+        let start = out.len();
+        self.poll_pfc(now, i, out, alloc);
+        self.drop_stormed(i);
+        if self.shared.tx_enabled(port) {
+            self.poll_data(now, i, out, max.saturating_sub(out.len() - start));
+        }
+        self.publish_releases();
+        out.len() - start
+    }
+
+    fn poll_pfc(
+        &mut self,
+        now: Instant,
+        i: usize,
+        out: &mut Vec<F>,
+        alloc: &mut impl FnMut(usize) -> Option<F>,
+    ) {
+        let port = &mut self.ports[i];
+        let p = port.id.index();
+        let wanted = self.shared.pfc.wanted_xoff(p);
+        if !port.pfc.is_due(now, wanted) {
+            return;
+        }
+        let counters = &self.shared.egress_counters[self.side].ports[p];
+        let Some(mut frame) = alloc(PFC_FRAME_LEN) else {
+            // Nothing changed in the generator: the next poll tries again.
+            counters.drops[DropReason::NoBuffer.index()].inc();
+            return;
+        };
+        let Some(decision) = port.pfc.poll(now, wanted) else {
+            return;
+        };
+        let repr = MacControlRepr::Pfc(PfcRepr {
+            class_enable: decision.class_enable,
+            pause_quanta: decision.quanta,
+        });
+        if repr.emit_frame(port.mac, frame.data_mut()).is_err() {
+            counters.drops[DropReason::NoBuffer.index()].inc();
+            return;
+        }
+        counters.pfc_frames_tx.inc();
+        for prio in Priority::ALL {
+            if decision.class_enable & prio.bit() != 0 {
+                counters.pfc_tx[prio.index()].inc();
+            }
+        }
+        out.push(frame);
+    }
+
+    /// Whether queue `q` of `port` is held by received pause at `now`.
+    #[inline]
+    fn paused(&self, i: usize, q: usize, now: Instant) -> bool {
+        let port = &self.ports[i];
+        let p = port.id.index();
+        let queue = &port.queues[q];
+        if self.shared.mitigation.get(p, q) != QueueMitigation::None {
+            return false;
+        }
+        if port.pause_802_3x && now < self.shared.pfc.port_paused_until(p) {
+            return true;
+        }
+        let mut mask = queue.pause_mask;
+        while mask != 0 {
+            let prio = Priority::from_low_bits(u8::try_from(mask.trailing_zeros()).unwrap_or(0));
+            if now < self.shared.pfc.paused_until(p, prio) {
+                return true;
+            }
+            mask &= mask - 1;
+        }
+        false
+    }
+
+    fn poll_data(&mut self, now: Instant, i: usize, out: &mut Vec<F>, max: usize) {
+        let p = self.ports[i].id.index();
+        let mut eligible = 0u8;
+        for q in 0..PRIORITY_COUNT {
+            if !self.ports[i].queues[q].is_empty() && !self.paused(i, q, now) {
+                eligible |= 1 << q;
+            }
+        }
+        let counters = &self.shared.egress_counters[self.side].ports[p];
+        let mut sent = 0;
+        while sent < max && eligible != 0 && self.ports[i].shaper.ready(now) {
+            let port = &mut self.ports[i];
+            let queues = &port.queues;
+            let Some(q) = port.sched.pick(eligible, |q| {
+                queues[q]
+                    .head_ring()
+                    .and_then(|r| queues[q].rings[r].peek().ok())
+                    .map_or(0, |h| u32::try_from(h.frame.len()).unwrap_or(u32::MAX))
+            }) else {
+                break;
+            };
+            let queue = &mut port.queues[q];
+            let Some(r) = queue.head_ring() else {
+                eligible &= !(1 << q);
+                continue;
+            };
+            let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
+                continue;
+            };
+            queue.next_ring = (r + 1) % queue.rings.len();
+            let len = frame.len() as u64;
+            // Depth including this frame, for WRED (instantaneous, SAI weight 0).
+            let depth: u64 = (0..queue.rings.len())
+                .map(|k| self.shared.ring_bytes_in(k, p, q).get() - queue.bytes_out[k])
+                .sum();
+            queue.bytes_out[r] += len;
+            let verdict = match queue.wred {
+                Some(w) => {
+                    let ect = ecn_capable(frame.data(), meta.l3_offset, meta.ipv6);
+                    decide(&w, depth, ect, queue.lossless, &mut self.rng)
+                }
+                None => WredVerdict::Pass,
+            };
+            release(&self.shared, self.side, p, q, &meta);
+            self.released_any = true;
+            if queue.is_empty() {
+                eligible &= !(1 << q);
+                port.sched.queue_emptied(q);
+            }
+            match verdict {
+                WredVerdict::Drop => {
+                    counters.wred_drops[q].inc();
+                    counters.drops[DropReason::WredDrop.index()].inc();
+                    continue;
+                }
+                WredVerdict::Mark => {
+                    if mark_ce(frame.data_mut(), meta.l3_offset, meta.ipv6) {
+                        counters.ecn_marked[q].inc();
+                    }
+                }
+                WredVerdict::Pass => {}
+            }
+            queue.last_tx = now;
+            counters.tx_frames[q].inc();
+            counters.tx_bytes[q].add(len);
+            counters.queue_delay_ns_sum[q].add(now.as_nanos().saturating_sub(meta.enqueued_ns));
+            counters.queue_depth_bytes[q].set(depth - len);
+            port.shaper.consume(u32::try_from(len).unwrap_or(u32::MAX));
+            out.push(frame);
+            sent += 1;
+        }
+    }
+
+    /// Applies the watchdog's drop action: discards what stormed queues hold (bounded per poll).
+    fn drop_stormed(&mut self, i: usize) {
+        let p = self.ports[i].id.index();
+        for q in 0..PRIORITY_COUNT {
+            if self.shared.mitigation.get(p, q) != QueueMitigation::Drop {
+                continue;
+            }
+            let counters = &self.shared.egress_counters[self.side].ports[p];
+            let queue = &mut self.ports[i].queues[q];
+            for _ in 0..WATCHDOG_DROP_BUDGET {
+                let Some(r) = queue.head_ring() else { break };
+                let Ok(Queued { frame, meta }) = queue.rings[r].pop() else {
+                    break;
+                };
+                queue.bytes_out[r] += frame.len() as u64;
+                release(&self.shared, self.side, p, q, &meta);
+                self.released_any = true;
+                counters.pfcwd_drops[q].inc();
+                counters.drops[DropReason::PfcwdQueue.index()].inc();
+                drop(frame);
+            }
+        }
+    }
+
+    fn publish_releases(&mut self) {
+        if self.released_any {
+            self.released_any = false;
+            // Release: an ingress side that sees the new generation sees every release counter
+            // written before it (Counter stores are relaxed; the generation is the fence).
+            core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+            self.shared.releases.generation(self.side).inc();
+        }
+    }
+
+    /// Runs time-driven work due at `now`: the PFC watchdog's polls.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if !self.watchdog_enabled {
+            return;
+        }
+        let poll = self.shared.params.watchdog.poll_interval_ns;
+        // Bounded: one evaluation per call; a late call evaluates once, then realigns.
+        if now >= self.next_watchdog_poll {
+            self.poll_watchdogs(now);
+            let behind = now.saturating_nanos_since(self.next_watchdog_poll) / poll;
+            self.next_watchdog_poll = self
+                .next_watchdog_poll
+                .saturating_add_nanos((behind + 1) * poll);
+        }
+    }
+
+    fn poll_watchdogs(&mut self, now: Instant) {
+        let shared = Arc::clone(&self.shared);
+        let stats_all = &shared.egress_counters[self.side];
+        for i in 0..self.ports.len() {
+            let p = self.ports[i].id.index();
+            let ingress_side = shared.layout.ingress_side_of_port[p];
+            let in_counters = &shared.ingress_counters[ingress_side].ports[p];
+            for q in 0..PRIORITY_COUNT {
+                let obs = self.observe(i, q, now);
+                let queue = &mut self.ports[i].queues[q];
+                let Some(wd) = queue.watchdog.as_mut() else {
+                    continue;
+                };
+                let stats = &stats_all.watchdog[p][q];
+                let counters = &stats_all.ports[p];
+                let current = [
+                    counters.tx_frames[q].get(),
+                    counters.pfcwd_drops[q].get() + counters.wred_drops[q].get(),
+                    in_counters.pg_frames[q]
+                        .get()
+                        .saturating_sub(in_counters.pg_drops[q].get()),
+                    in_counters.pg_drops[q].get(),
+                ];
+                let was = wd.status();
+                let transition = wd.poll(now, &obs);
+                if was == QueueStatus::Stormed {
+                    // Commit the deltas since the last poll (SONiC commits periodically too).
+                    let d: Vec<u64> = current
+                        .iter()
+                        .zip(queue.wd_base)
+                        .map(|(c, b)| c - b)
+                        .collect();
+                    stats.tx_ok.add(d[0]);
+                    stats.tx_drop.add(d[1]);
+                    stats.rx_ok.add(d[2]);
+                    stats.rx_drop.add(d[3]);
+                    stats.last_tx_ok.set(stats.last_tx_ok.get() + d[0]);
+                    stats.last_tx_drop.set(stats.last_tx_drop.get() + d[1]);
+                    stats.last_rx_ok.set(stats.last_rx_ok.get() + d[2]);
+                    stats.last_rx_drop.set(stats.last_rx_drop.get() + d[3]);
+                }
+                queue.wd_base = current;
+                let port_id = PortId(u16::try_from(p).unwrap_or(u16::MAX));
+                let queue_index = QueueIndex::from_low_bits(u8::try_from(q).unwrap_or(0));
+                match transition {
+                    Some(WatchdogTransition::Detected) => {
+                        let action = wd.action();
+                        stats.detected.inc();
+                        stats.stormed.set(1);
+                        for g in [
+                            &stats.last_tx_ok,
+                            &stats.last_tx_drop,
+                            &stats.last_rx_ok,
+                            &stats.last_rx_drop,
+                        ] {
+                            g.set(0);
+                        }
+                        if !self.big_red_switch {
+                            shared
+                                .mitigation
+                                .set(p, q, QueueMitigation::for_action(action));
+                        }
+                        shared.egress_events[self.side].push(Event::StormDetected {
+                            port: port_id,
+                            queue: queue_index,
+                            action,
+                            at: now,
+                        });
+                    }
+                    Some(WatchdogTransition::Restored) => {
+                        stats.restored.inc();
+                        stats.stormed.set(0);
+                        if !self.big_red_switch {
+                            shared.mitigation.set(p, q, QueueMitigation::None);
+                        }
+                        shared.egress_events[self.side].push(Event::StormRestored {
+                            port: port_id,
+                            queue: queue_index,
+                            at: now,
+                        });
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn observe(&self, i: usize, q: usize, now: Instant) -> QueueObservation {
+        let port = &self.ports[i];
+        let p = port.id.index();
+        let queue = &port.queues[q];
+        let mut paused_since: Option<Instant> = None;
+        let mut last_pfc_frame: Option<Instant> = None;
+        let mut mask = queue.watched_mask;
+        while mask != 0 {
+            let prio = Priority::from_low_bits(u8::try_from(mask.trailing_zeros()).unwrap_or(0));
+            let view = self.shared.pfc.view(p, prio);
+            if view.is_paused(now) {
+                paused_since =
+                    Some(paused_since.map_or(view.episode_start, |s| s.min(view.episode_start)));
+            }
+            last_pfc_frame = last_pfc_frame.max(view.last_frame);
+            mask &= mask - 1;
+        }
+        let head_enqueued = queue
+            .head_ring()
+            .and_then(|r| queue.rings[r].peek().ok())
+            .map(|h| Instant::from_nanos(h.meta.enqueued_ns));
+        QueueObservation {
+            paused_since,
+            head_enqueued,
+            last_tx: queue.last_tx,
+            last_pfc_frame,
+        }
+    }
+
+    /// Turns the big red switch on or off: the drop action on every watched queue of this side's
+    /// ports, regardless of storms (SONiC `BIG_RED_SWITCH`).
+    pub fn set_big_red_switch(&mut self, on: bool, _now: Instant) {
+        self.big_red_switch = on;
+        for port in &self.ports {
+            let p = port.id.index();
+            for (q, queue) in port.queues.iter().enumerate() {
+                let Some(wd) = &queue.watchdog else { continue };
+                let m = if on {
+                    QueueMitigation::Drop
+                } else if wd.status() == QueueStatus::Stormed {
+                    QueueMitigation::for_action(wd.action())
+                } else {
+                    QueueMitigation::None
+                };
+                self.shared.mitigation.set(p, q, m);
+            }
+        }
+    }
+
+    /// The earliest time something is due on this side: a PFC refresh, a paused queue with
+    /// frames resuming, the shaper letting a waiting frame out, a watchdog poll.
+    #[must_use]
+    pub fn poll_timeout(&self, now: Instant) -> Option<Instant> {
+        let mut next = if self.watchdog_enabled {
+            self.next_watchdog_poll
+        } else {
+            Instant::MAX
+        };
+        for (i, port) in self.ports.iter().enumerate() {
+            let p = port.id.index();
+            next = next.min(port.pfc.poll_timeout());
+            if self.shared.pfc.wanted_xoff(p) != port.pfc.sent_xoff() {
+                return Some(now);
+            }
+            for (q, queue) in port.queues.iter().enumerate() {
+                if queue.is_empty() {
+                    continue;
+                }
+                if self.paused(i, q, now) {
+                    let mut until = Instant::MAX;
+                    let mut mask = queue.pause_mask;
+                    while mask != 0 {
+                        let prio = Priority::from_low_bits(
+                            u8::try_from(mask.trailing_zeros()).unwrap_or(0),
+                        );
+                        let u = self.shared.pfc.paused_until(p, prio);
+                        if u > now {
+                            until = until.min(u);
+                        }
+                        mask &= mask - 1;
+                    }
+                    next = next.min(until);
+                } else if self.shared.tx_enabled(port.id) {
+                    next = next.min(port.shaper.next_ready(now));
+                }
+            }
+        }
+        (next != Instant::MAX).then_some(next)
+    }
+
+    /// Frames waiting in `(port, queue)`.
+    #[must_use]
+    pub fn queue_len(&self, port: PortId, queue: usize) -> usize {
+        self.index[port.index()].map_or(0, |i| {
+            self.ports[i].queues[queue]
+                .rings
+                .iter()
+                .map(Consumer::slots)
+                .sum()
+        })
+    }
+
+    /// The watchdog status of `(port, queue)`, if it is watched.
+    #[must_use]
+    pub fn watchdog_status(&self, port: PortId, queue: usize) -> Option<QueueStatus> {
+        let i = self.index[port.index()]?;
+        self.ports[i].queues[queue]
+            .watchdog
+            .as_ref()
+            .map(QueueWatchdog::status)
+    }
+
+    /// Counters of one port as this side keeps them.
+    #[must_use]
+    pub fn port_counters(&self, port: PortId) -> &EgressPortCounters {
+        &self.counters().ports[port.index()]
+    }
+
+    /// The configured watchdog action of `(port, queue)`, if watched.
+    #[must_use]
+    pub fn watchdog_action(&self, port: PortId, queue: usize) -> Option<WatchdogAction> {
+        let i = self.index[port.index()]?;
+        self.ports[i].queues[queue]
+            .watchdog
+            .as_ref()
+            .map(QueueWatchdog::action)
+    }
+}
+
+/// Gives a sent or dropped frame's cells back to the ingress side that charged them.
+#[inline]
+fn release(
+    shared: &Shared,
+    egress_side: usize,
+    port: usize,
+    queue: usize,
+    meta: &crate::ingress::FrameMeta,
+) {
+    let cells = u64::from(meta.cells);
+    let in_port = usize::from(meta.in_port);
+    shared
+        .releases
+        .pg(egress_side, in_port, usize::from(meta.pg))
+        .add(cells);
+    let ingress_side = shared.layout.ingress_side_of_port[in_port];
+    shared
+        .releases
+        .queue(egress_side, ingress_side, port, queue)
+        .add(cells);
+}
+
+/// Whether the frame's IP header says ECT(0) or ECT(1).
+#[inline]
+fn ecn_capable(data: &[u8], l3_offset: u8, ipv6: bool) -> bool {
+    let o = usize::from(l3_offset);
+    if o == 0 || data.len() < o + 2 {
+        return false;
+    }
+    let ecn = if ipv6 {
+        data[o + 1] >> 4 & 0b11
+    } else {
+        data[o + 1] & 0b11
+    };
+    ecn == 0b01 || ecn == 0b10
+}
+
+/// Sets CE in place (RFC 3168 6.1.1.1), keeping the IPv4 checksum valid (RFC 1624).
+#[inline]
+fn mark_ce(data: &mut [u8], l3_offset: u8, ipv6: bool) -> bool {
+    use headroom_wire::ip::CeMark;
+    let o = usize::from(l3_offset);
+    let marked = if ipv6 {
+        match data.get_mut(o..o + 40) {
+            Some(h) => Ipv6Packet::new_unchecked(h).mark_ce(),
+            None => CeMark::NotEcnCapable,
+        }
+    } else {
+        match data.get_mut(o..o + 20) {
+            Some(h) => Ipv4Packet::new_unchecked(h).mark_ce(),
+            None => CeMark::NotEcnCapable,
+        }
+    };
+    marked == CeMark::Marked
+}

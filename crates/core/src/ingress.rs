@@ -1,0 +1,660 @@
+//! The ingress side: what an RX lcore does with each received frame.
+//!
+//! Per frame: L2 parse → MAC Control handling (PFC/PAUSE are acted on and never forwarded) →
+//! VLAN membership → classification (PCP or DSCP → TC → PG and queue) → watchdog ingress drop →
+//! FDB learning and lookup → for each destination port: egress VLAN tagging, ingress PG admission,
+//! egress queue admission, enqueue into the ring towards the egress side. PG XOFF/XON decisions
+//! are taken right after each admission and after cells come back from egress sides.
+
+use crate::buffer::{EgressBuffers, IngressBuffers, PgTransition};
+use crate::counters::{DropReason, IngressPortCounters};
+use crate::events::Event;
+use crate::fdb::Fdb;
+use crate::frame::Frame;
+use crate::params::{ParamsError, PortParams, QosMaps, Trust, VlanMode};
+use crate::shared::{IngressCounters, Shared};
+use crate::time::Instant;
+use crate::types::{PortId, Priority, TrafficClass, PRIORITY_COUNT};
+use crate::watchdog::QueueMitigation;
+use headroom_wire::ethernet::{parse_l2, EtherType, L2Header};
+use headroom_wire::mac_control::{MacControlFrame, MacControlRepr};
+use headroom_wire::pause::quanta_to_nanos;
+use headroom_wire::vlan::{insert_vlan_tag, strip_vlan_tag, VlanTci, TAG_LEN};
+use headroom_wire::Error as WireError;
+use rtrb::Producer;
+use std::sync::Arc;
+
+/// What travels with a frame handle from the ingress side to the egress side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameMeta {
+    /// Port the frame arrived on.
+    pub in_port: u16,
+    /// Ingress PG the frame's cells are charged to.
+    pub pg: u8,
+    /// Offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP.
+    pub l3_offset: u8,
+    /// Whether the L3 header is IPv6.
+    pub ipv6: bool,
+    /// Cells charged (ingress PG and egress queue alike).
+    pub cells: u32,
+    /// When the frame was enqueued, ns.
+    pub enqueued_ns: u64,
+}
+
+/// A frame in an egress queue's ring.
+#[derive(Debug)]
+pub struct Queued<F> {
+    /// The frame.
+    pub frame: F,
+    /// Its metadata.
+    pub meta: FrameMeta,
+}
+
+/// The consuming ends of one ingress side's rings towards every port's queues (`None` once
+/// taken by the egress side that owns the port).
+pub(crate) type PortConsumers<F> = Vec<[Option<rtrb::Consumer<Queued<F>>>; PRIORITY_COUNT]>;
+
+/// Per-port facts the ingress side consults for every frame, derived once from the parameters.
+#[derive(Debug, Clone)]
+struct PortView {
+    trust: Trust,
+    default_priority: Priority,
+    maps: QosMaps,
+    pfc_enable: u8,
+    pause_802_3x: bool,
+    speed_bps: u64,
+    max_payload: usize,
+    /// VLAN membership, bit per VID.
+    vlans: Box<[u64; 64]>,
+    /// VLAN of untagged and priority-tagged frames, if any.
+    untagged_vid: Option<u16>,
+    /// Access port: every VLAN leaves untagged.
+    access: bool,
+    /// Trunk native VLAN (leaves untagged).
+    native: Option<u16>,
+    /// Per PG: whether it has headroom (lossless).
+    lossless_pg: [bool; PRIORITY_COUNT],
+}
+
+impl PortView {
+    fn new(p: &PortParams) -> Self {
+        let mut vlans = Box::new([0u64; 64]);
+        let mut set = |vid: u16| vlans[usize::from(vid / 64)] |= 1 << (vid % 64);
+        let (untagged_vid, access, native) = match &p.vlan {
+            VlanMode::Access { vid } => {
+                set(*vid);
+                (Some(*vid), true, None)
+            }
+            VlanMode::Trunk { allowed, native } => {
+                for v in allowed.iter().chain(native.iter()) {
+                    set(*v);
+                }
+                (*native, false, *native)
+            }
+        };
+        Self {
+            trust: p.trust,
+            default_priority: p.default_priority,
+            maps: p.maps,
+            pfc_enable: p.pfc_enable.0,
+            pause_802_3x: p.pause_802_3x,
+            speed_bps: p.speed_bps,
+            max_payload: usize::try_from(p.mtu_bytes).unwrap_or(usize::MAX),
+            vlans,
+            untagged_vid,
+            access,
+            native,
+            lossless_pg: p.pgs.map(|pg| pg.is_lossless()),
+        }
+    }
+
+    fn member(&self, vid: u16) -> bool {
+        vid < 4096 && self.vlans[usize::from(vid / 64)] & (1 << (vid % 64)) != 0
+    }
+
+    /// Whether frames of `vid` leave this port tagged.
+    fn egress_tagged(&self, vid: u16) -> bool {
+        !self.access && self.native != Some(vid)
+    }
+}
+
+/// Storm-rate alarm state of one (port, priority): PFC frames counted in one-second windows.
+#[derive(Clone, Copy, Debug, Default)]
+struct RateWindow {
+    start_ns: u64,
+    frames: u64,
+    alarmed: bool,
+}
+
+const RATE_WINDOW_NS: u64 = 1_000_000_000;
+
+/// The ingress side of one RX lcore.
+#[derive(Debug)]
+pub struct Ingress<F: Frame> {
+    side: usize,
+    shared: Arc<Shared>,
+    owned: Vec<PortId>,
+    owns: Vec<bool>,
+    views: Vec<PortView>,
+    buffers: IngressBuffers,
+    egress_buffers: EgressBuffers,
+    fdb: Fdb,
+    /// `[port][queue]`: rings towards the egress side of each port.
+    producers: Vec<[Producer<Queued<F>>; PRIORITY_COUNT]>,
+    seen_generation: Vec<u64>,
+    seen_pg_release: Vec<[u64; PRIORITY_COUNT]>,
+    seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
+    wanted_xoff: Vec<u8>,
+    rate: Vec<[RateWindow; PRIORITY_COUNT]>,
+    cell_shift_or_size: u32,
+}
+
+impl<F: Frame> Ingress<F> {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        side: usize,
+        producers: Vec<[Producer<Queued<F>>; PRIORITY_COUNT]>,
+        lossless_queues: Vec<[bool; PRIORITY_COUNT]>,
+    ) -> Result<Self, ParamsError> {
+        let params = &shared.params;
+        let ports = params.ports.len();
+        let owned = shared.layout.ingress_ports(side);
+        let mut owns = vec![false; ports];
+        for p in &owned {
+            owns[p.index()] = true;
+        }
+        Ok(Self {
+            buffers: IngressBuffers::new(params, Arc::clone(&shared.ingress_pools), side)?,
+            egress_buffers: EgressBuffers::new(
+                params,
+                lossless_queues,
+                Arc::clone(&shared.egress_pools),
+                side,
+            )?,
+            fdb: Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
+            views: params.ports.iter().map(PortView::new).collect(),
+            producers,
+            seen_generation: vec![0; shared.releases.egress_sides()],
+            seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],
+            seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
+            wanted_xoff: vec![0; ports],
+            rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
+            cell_shift_or_size: params.cell_size_bytes,
+            owned,
+            owns,
+            side,
+            shared,
+        })
+    }
+
+    /// The ports this side receives on.
+    #[must_use]
+    pub fn ports(&self) -> &[PortId] {
+        &self.owned
+    }
+
+    /// The FDB (for `show fdb`; the runtime reads it between bursts on this lcore).
+    #[must_use]
+    pub fn fdb(&self) -> &Fdb {
+        &self.fdb
+    }
+
+    /// Ingress buffer accounting (read-only view, for tests and the control plane).
+    #[must_use]
+    pub fn buffers(&self) -> &IngressBuffers {
+        &self.buffers
+    }
+
+    /// Egress queue accounting of the frames this side enqueued.
+    #[must_use]
+    pub fn egress_buffers(&self) -> &EgressBuffers {
+        &self.egress_buffers
+    }
+
+    fn counters(&self) -> &IngressCounters {
+        &self.shared.ingress_counters[self.side]
+    }
+
+    fn cells(&self, len: usize) -> u32 {
+        u32::try_from(len.div_ceil(self.cell_shift_or_size as usize)).unwrap_or(u32::MAX)
+    }
+
+    /// Handles a burst of frames received on `port` at `now`; `frames` is left empty.
+    pub fn handle_rx_burst(&mut self, now: Instant, port: PortId, frames: &mut Vec<F>) {
+        debug_assert!(
+            self.owns[port.index()],
+            "{port} is not received by ingress side {}",
+            self.side
+        );
+        self.sync_releases();
+        for frame in frames.drain(..) {
+            self.handle_frame(now, port, frame);
+        }
+    }
+
+    /// Pulls cells released by egress sides into the accounting and re-evaluates XOFF/XON of
+    /// every owned lossless PG (dynamic limits move as pools fill and drain). The runtime calls
+    /// this every loop iteration, with or without traffic; `handle_rx_burst` calls it too.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.sync_releases();
+        self.roll_rate_windows(now);
+    }
+
+    fn sync_releases(&mut self) {
+        let releases = &self.shared.releases;
+        let mut changed = false;
+        for (e, seen) in self.seen_generation.iter_mut().enumerate() {
+            let g = releases.generation(e).get();
+            if g != *seen {
+                *seen = g;
+                changed = true;
+            }
+        }
+        if changed {
+            let egress_sides = releases.egress_sides();
+            for &port in &self.owned {
+                let p = port.index();
+                for pg in 0..PRIORITY_COUNT {
+                    let total: u64 = (0..egress_sides).map(|e| releases.pg(e, p, pg).get()).sum();
+                    let delta = total - self.seen_pg_release[p][pg];
+                    if delta > 0 {
+                        self.seen_pg_release[p][pg] = total;
+                        self.buffers.release(p, pg, delta);
+                    }
+                }
+            }
+            for p in 0..self.views.len() {
+                for q in 0..PRIORITY_COUNT {
+                    let total: u64 = (0..egress_sides)
+                        .map(|e| releases.queue(e, self.side, p, q).get())
+                        .sum();
+                    let delta = total - self.seen_queue_release[p][q];
+                    if delta > 0 {
+                        self.seen_queue_release[p][q] = total;
+                        self.egress_buffers.release(p, q, delta);
+                    }
+                }
+            }
+        }
+        // Even without releases, other sides' use of a pool moves dynamic limits.
+        for i in 0..self.owned.len() {
+            let port = self.owned[i];
+            self.update_pfc(port);
+        }
+    }
+
+    /// Re-evaluates XOFF/XON of `port`'s lossless PGs and publishes the wanted set.
+    fn update_pfc(&mut self, port: PortId) {
+        let p = port.index();
+        let view = &self.views[p];
+        let mut transitioned = false;
+        for pg in 0..PRIORITY_COUNT {
+            if !view.lossless_pg[pg] {
+                continue;
+            }
+            if let Some(t) = self.buffers.update_xoff(p, pg) {
+                transitioned = true;
+                if t == PgTransition::Xoff {
+                    self.shared.ingress_counters[self.side].ports[p].pg_xoff_transitions[pg].inc();
+                }
+            }
+            let used = self.buffers.pg(p, pg).total() * u64::from(self.cell_shift_or_size);
+            self.shared.ingress_counters[self.side].ports[p].pg_used_bytes[pg].set(used);
+        }
+        if transitioned {
+            let mut wanted = 0u8;
+            for prio in Priority::ALL {
+                let pg = view.maps.pfc_to_pg[prio.index()].index();
+                if view.pfc_enable & prio.bit() != 0 && self.buffers.pg(p, pg).xoff {
+                    wanted |= prio.bit();
+                }
+            }
+            if wanted != self.wanted_xoff[p] {
+                self.wanted_xoff[p] = wanted;
+                self.shared.pfc.set_wanted_xoff(p, wanted);
+            }
+        }
+    }
+
+    fn drop_frame(&self, port: PortId, reason: DropReason, frame: F) {
+        self.counters().ports[port.index()].drops[reason.index()].inc();
+        drop(frame);
+    }
+
+    #[inline]
+    fn handle_frame(&mut self, now: Instant, port: PortId, frame: F) {
+        let p = port.index();
+        let len = frame.len();
+        let counters = &self.shared.ingress_counters[self.side].ports[p];
+        counters.rx_frames.inc();
+        counters.rx_bytes.add(len as u64);
+        let l2 = match parse_l2(frame.data()) {
+            Ok(l2) => l2,
+            Err(WireError::DoubleTag) => {
+                return self.drop_frame(port, DropReason::VlanFiltered, frame)
+            }
+            Err(_) => return self.drop_frame(port, DropReason::Runt, frame),
+        };
+        if l2.ethertype == EtherType::MacControl {
+            return self.handle_mac_control(now, port, &l2, frame);
+        }
+        if len - l2.payload_offset > self.views[p].max_payload {
+            return self.drop_frame(port, DropReason::Oversize, frame);
+        }
+        if l2.src_addr.is_multicast() {
+            return self.drop_frame(port, DropReason::SourceMulticast, frame);
+        }
+        // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
+        let view = &self.views[p];
+        let vid = match l2.vlan.map(VlanTci::vid) {
+            None | Some(0) => match view.untagged_vid {
+                Some(v) => v,
+                None => return self.drop_frame(port, DropReason::VlanFiltered, frame),
+            },
+            Some(v) if view.member(v) => v,
+            Some(_) => return self.drop_frame(port, DropReason::VlanFiltered, frame),
+        };
+        // Classification.
+        let (tc, l3) = classify(view, &l2, frame.data());
+        let pg = view.maps.tc_to_pg[tc.index()];
+        let queue = view.maps.tc_to_queue[tc.index()];
+        // The watchdog's drop action also drops what the stormed port receives for that queue
+        // index (SONiC's ACL `MATCH_TC = queue → DROP`).
+        if self.shared.mitigation.get(p, queue.index()) == QueueMitigation::Drop {
+            counters.pg_drops[pg.index()].inc();
+            return self.drop_frame(port, DropReason::PfcwdIngress, frame);
+        }
+        self.fdb.learn(vid, l2.src_addr.0, port, now);
+        let dst = l2.dst_addr;
+        let unicast_to = if dst.is_multicast() {
+            None
+        } else {
+            self.fdb.lookup(vid, dst.0, now)
+        };
+        let meta = IngressFrame {
+            in_port: port,
+            tc,
+            pg: pg.index(),
+            queue: queue.index(),
+            vid,
+            tagged: l2.vlan.is_some(),
+            l3,
+        };
+        match unicast_to {
+            Some(out) if out == port => self.drop_frame(port, DropReason::SamePort, frame),
+            Some(out) => self.forward(now, &meta, out, frame),
+            None => self.flood(now, &meta, frame),
+        }
+    }
+
+    fn flood(&mut self, now: Instant, meta: &IngressFrame, frame: F) {
+        let ports = self.views.len();
+        let mut last: Option<PortId> = None;
+        for i in 0..ports {
+            let out = PortId(u16::try_from(i).unwrap_or(u16::MAX));
+            if out == meta.in_port || !self.views[i].member(meta.vid) {
+                continue;
+            }
+            if let Some(prev) = last {
+                match frame.try_clone() {
+                    Some(copy) => self.forward(now, meta, prev, copy),
+                    None => self.counters().ports[meta.in_port.index()].drops
+                        [DropReason::NoBuffer.index()]
+                    .inc(),
+                }
+            }
+            last = Some(out);
+        }
+        match last {
+            Some(out) => self.forward(now, meta, out, frame),
+            None => self.drop_frame(meta.in_port, DropReason::NoDestination, frame),
+        }
+    }
+
+    /// Tags or untags for `out`, admits, enqueues.
+    fn forward(&mut self, now: Instant, m: &IngressFrame, out: PortId, mut frame: F) {
+        let in_p = m.in_port.index();
+        let o = out.index();
+        // Egress tagging (802.1Q 8.8.2: the egress port's member set decides tagged/untagged).
+        let want_tag = self.views[o].egress_tagged(m.vid);
+        let mut l3_offset = m.l3.map_or(0, |(off, _)| off);
+        if m.tagged && !want_tag {
+            if strip_vlan_tag(frame.data_mut()).is_err() || !frame.pull_front(TAG_LEN) {
+                return self.drop_frame(m.in_port, DropReason::Runt, frame);
+            }
+            l3_offset = l3_offset.saturating_sub(TAG_LEN);
+        } else if want_tag {
+            let tci = VlanTci::new(m.tc.get(), false, m.vid);
+            if m.tagged {
+                // Rewrite the TCI in place (priority tag → VLAN, PCP kept as classified).
+                frame.data_mut()[14..16].copy_from_slice(&tci.to_bits().to_be_bytes());
+            } else {
+                if !frame.push_front(TAG_LEN) {
+                    return self.drop_frame(m.in_port, DropReason::NoBuffer, frame);
+                }
+                if insert_vlan_tag(frame.data_mut(), tci).is_err() {
+                    return self.drop_frame(m.in_port, DropReason::Runt, frame);
+                }
+                if l3_offset > 0 {
+                    l3_offset += TAG_LEN;
+                }
+            }
+        }
+        let len = frame.len();
+        let cells = self.cells(len);
+        let counters = &self.shared.ingress_counters[self.side];
+        let in_counters = &counters.ports[in_p];
+        in_counters.pg_frames[m.pg].inc();
+        if let Err(reason) = self.buffers.admit(in_p, m.pg, u64::from(cells)) {
+            in_counters.pg_drops[m.pg].inc();
+            return self.drop_frame(m.in_port, reason, frame);
+        }
+        if let Err(reason) = self.egress_buffers.admit(o, m.queue, u64::from(cells)) {
+            self.buffers.release(in_p, m.pg, u64::from(cells));
+            counters.ports[o].queue_admission_drops[m.queue].inc();
+            return self.drop_frame(m.in_port, reason, frame);
+        }
+        if self.producers[o][m.queue].is_full() {
+            // The ring is sized from the config; reaching its end is a drop like any other.
+            self.buffers.release(in_p, m.pg, u64::from(cells));
+            self.egress_buffers.release(o, m.queue, u64::from(cells));
+            counters.ports[o].queue_admission_drops[m.queue].inc();
+            return self.drop_frame(m.in_port, DropReason::QueueRingFull, frame);
+        }
+        let queued = Queued {
+            frame,
+            meta: FrameMeta {
+                in_port: m.in_port.0,
+                pg: u8::try_from(m.pg).unwrap_or(0),
+                l3_offset: u8::try_from(l3_offset).unwrap_or(0),
+                ipv6: m.l3.is_some_and(|(_, v6)| v6),
+                cells,
+                enqueued_ns: now.as_nanos(),
+            },
+        };
+        // Publish the bytes before the frame: the egress side that pops it sees them counted.
+        self.shared
+            .ring_bytes_in(self.side, o, m.queue)
+            .add(len as u64);
+        let pushed = self.producers[o][m.queue].push(queued);
+        // This side is the ring's only producer and it was not full.
+        debug_assert!(pushed.is_ok());
+        // Accepted: account it and take the PFC decision for the PG.
+        in_counters.rx_tc_frames[m.tc.index()].inc();
+        in_counters.rx_tc_bytes[m.tc.index()].add(len as u64);
+        let cell = u64::from(self.cell_shift_or_size);
+        let pg_state = *self.buffers.pg(in_p, m.pg);
+        in_counters.pg_shared_watermark[m.pg].observe(pg_state.shared_used * cell);
+        in_counters.pg_headroom_watermark[m.pg].observe(pg_state.headroom_used * cell);
+        counters.ports[o].queue_watermark[m.queue]
+            .observe(self.egress_buffers.used(o, m.queue) * cell);
+        let pool = self.buffers.profile(in_p, m.pg).pool;
+        let pool_use = *self.buffers.pool_use(pool);
+        counters.pools[pool]
+            .shared_watermark
+            .observe(pool_use.shared_used * cell);
+        counters.pools[pool]
+            .headroom_watermark
+            .observe(pool_use.headroom_used * cell);
+        if self.views[in_p].lossless_pg[m.pg] {
+            self.update_pfc(m.in_port);
+        }
+    }
+
+    fn handle_mac_control(&mut self, now: Instant, port: PortId, l2: &L2Header, frame: F) {
+        let p = port.index();
+        // MAC Control frames are untagged (802.3 31.4); a tagged one is malformed.
+        let parsed = if l2.vlan.is_some() {
+            Err(WireError::WrongEtherType)
+        } else {
+            MacControlFrame::new_checked(frame.data()).and_then(|f| MacControlRepr::parse(&f))
+        };
+        let (pfc_enable, pause_802_3x, speed_bps) = {
+            let v = &self.views[p];
+            (v.pfc_enable, v.pause_802_3x, v.speed_bps)
+        };
+        let shared = Arc::clone(&self.shared);
+        let counters = &shared.ingress_counters[self.side].ports[p];
+        match parsed {
+            Ok(MacControlRepr::Pfc(pfc)) => {
+                for prio in Priority::ALL {
+                    let Some(quanta) = pfc.quanta_for(prio.get()) else {
+                        continue;
+                    };
+                    // Every frame with the priority's bit set counts, XON included (pfcstat).
+                    counters.pfc_rx[prio.index()].inc();
+                    if pfc_enable & prio.bit() == 0 {
+                        counters.pfc_rx_ignored[prio.index()].inc();
+                        continue;
+                    }
+                    // 802.1Qbb 36.1.3.3: pause for quanta × 512 bit times at the port's speed.
+                    let duration = quanta_to_nanos(quanta, speed_bps);
+                    self.shared.pfc.handle_pause(p, prio, now, duration);
+                    self.count_rate(now, port, prio);
+                }
+            }
+            Ok(MacControlRepr::Pause(pause)) => {
+                counters.pause_rx.inc();
+                if pause_802_3x {
+                    self.shared.pfc.handle_port_pause(
+                        p,
+                        now,
+                        quanta_to_nanos(pause.pause_quanta, speed_bps),
+                    );
+                }
+            }
+            Ok(MacControlRepr::Unknown { .. }) => counters.mac_control_unknown_rx.inc(),
+            Err(_) => return self.drop_frame(port, DropReason::MacControlMalformed, frame),
+        }
+        // Acted on; a MAC Control frame is never forwarded (802.3 31.5).
+        drop(frame);
+    }
+
+    fn count_rate(&mut self, now: Instant, port: PortId, prio: Priority) {
+        let threshold = u64::from(self.shared.params.storm_alarm_frames_per_second);
+        let w = &mut self.rate[port.index()][prio.index()];
+        let now_ns = now.as_nanos();
+        if now_ns.saturating_sub(w.start_ns) >= RATE_WINDOW_NS {
+            let was_high = w.frames > threshold;
+            if w.alarmed && !was_high {
+                w.alarmed = false;
+                self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
+                    port,
+                    priority: prio,
+                    at: now,
+                });
+            }
+            w.start_ns = now_ns;
+            w.frames = 0;
+        }
+        w.frames += 1;
+        if threshold > 0 && w.frames > threshold && !w.alarmed {
+            w.alarmed = true;
+            self.shared.ingress_events[self.side].push(Event::PfcRateHigh {
+                port,
+                priority: prio,
+                frames_per_second: w.frames,
+                at: now,
+            });
+        }
+    }
+
+    fn roll_rate_windows(&mut self, now: Instant) {
+        let threshold = u64::from(self.shared.params.storm_alarm_frames_per_second);
+        for &port in &self.owned {
+            for prio in Priority::ALL {
+                let w = &mut self.rate[port.index()][prio.index()];
+                if w.alarmed && now.as_nanos().saturating_sub(w.start_ns) >= RATE_WINDOW_NS {
+                    // A full window passed; if it ended quiet (or a whole window saw nothing), the
+                    // episode is over.
+                    let quiet = w.frames <= threshold
+                        || now.as_nanos().saturating_sub(w.start_ns) >= 2 * RATE_WINDOW_NS;
+                    if quiet {
+                        w.alarmed = false;
+                        w.frames = 0;
+                        w.start_ns = now.as_nanos();
+                        self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
+                            port,
+                            priority: prio,
+                            at: now,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks every accounting invariant of this side.
+    pub fn check_invariants(&self) {
+        self.buffers.check_invariants();
+        self.egress_buffers.check_invariants();
+    }
+
+    /// Counters of one port as this side keeps them.
+    #[must_use]
+    pub fn port_counters(&self, port: PortId) -> &IngressPortCounters {
+        &self.counters().ports[port.index()]
+    }
+}
+
+/// Classification result carried from `handle_frame` to `forward`.
+#[derive(Clone, Copy, Debug)]
+struct IngressFrame {
+    in_port: PortId,
+    tc: TrafficClass,
+    pg: usize,
+    queue: usize,
+    vid: u16,
+    tagged: bool,
+    /// Offset of the IP header and whether it is IPv6.
+    l3: Option<(usize, bool)>,
+}
+
+/// Finds the traffic class by the port's trust, and the IP header if there is one.
+#[inline]
+fn classify(view: &PortView, l2: &L2Header, data: &[u8]) -> (TrafficClass, Option<(usize, bool)>) {
+    let off = l2.payload_offset;
+    let l3 = match l2.ethertype {
+        // Version nibble checked; a header too short to hold the DSCP is treated as non-IP.
+        EtherType::Ipv4 if data.len() >= off + 20 && data[off] >> 4 == 4 => Some((off, false)),
+        EtherType::Ipv6 if data.len() >= off + 40 && data[off] >> 4 == 6 => Some((off, true)),
+        _ => None,
+    };
+    let tc = match view.trust {
+        Trust::Dot1p => {
+            let pcp = l2.vlan.map_or(view.default_priority, |tci| {
+                Priority::from_low_bits(tci.pcp())
+            });
+            view.maps.dot1p_to_tc[pcp.index()]
+        }
+        Trust::Dscp => match l3 {
+            Some((o, false)) => view.maps.dscp_to_tc[usize::from(data[o + 1] >> 2)],
+            Some((o, true)) => {
+                let traffic_class = (data[o] & 0x0F) << 4 | data[o + 1] >> 4;
+                view.maps.dscp_to_tc[usize::from(traffic_class >> 2)]
+            }
+            None => view.maps.dot1p_to_tc[view.default_priority.index()],
+        },
+    };
+    (tc, l3)
+}

@@ -1,0 +1,294 @@
+//! The state the ingress and egress sides share: everything two lcores can both see.
+//!
+//! Every field has exactly one writer (named in its doc); see `docs/ARCHITECTURE.md`, "Where the
+//! two sides meet".
+
+use crate::buffer::PoolBoard;
+use crate::counters::{Counter, EgressPortCounters, IngressPortCounters, PoolCounters};
+use crate::events::EventLog;
+use crate::params::{ParamsError, SwitchParams};
+use crate::pfc::PfcBoard;
+use crate::types::{PortId, PRIORITY_COUNT};
+use crate::watchdog::MitigationBoard;
+use core::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Which side runs which port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// For each port, the ingress side (RX lcore) that receives on it.
+    pub ingress_side_of_port: Vec<usize>,
+    /// For each port, the egress side (TX lcore) that transmits on it.
+    pub egress_side_of_port: Vec<usize>,
+}
+
+impl Layout {
+    /// Every port on one ingress and one egress side (run to completion on one lcore).
+    #[must_use]
+    pub fn single(ports: usize) -> Self {
+        Self {
+            ingress_side_of_port: vec![0; ports],
+            egress_side_of_port: vec![0; ports],
+        }
+    }
+
+    /// Number of ingress sides.
+    #[must_use]
+    pub fn ingress_sides(&self) -> usize {
+        self.ingress_side_of_port.iter().max().map_or(0, |m| m + 1)
+    }
+
+    /// Number of egress sides.
+    #[must_use]
+    pub fn egress_sides(&self) -> usize {
+        self.egress_side_of_port.iter().max().map_or(0, |m| m + 1)
+    }
+
+    /// Ports whose receive side is `side`.
+    #[must_use]
+    pub fn ingress_ports(&self, side: usize) -> Vec<PortId> {
+        ports_of(&self.ingress_side_of_port, side)
+    }
+
+    /// Ports whose transmit side is `side`.
+    #[must_use]
+    pub fn egress_ports(&self, side: usize) -> Vec<PortId> {
+        ports_of(&self.egress_side_of_port, side)
+    }
+
+    fn validate(&self, ports: usize) -> Result<(), ParamsError> {
+        if self.ingress_side_of_port.len() != ports || self.egress_side_of_port.len() != ports {
+            return Err(ParamsError(format!(
+                "layout names {} ports, the switch has {ports}",
+                self.ingress_side_of_port.len()
+            )));
+        }
+        for (what, sides, n) in [
+            ("ingress", &self.ingress_side_of_port, self.ingress_sides()),
+            ("egress", &self.egress_side_of_port, self.egress_sides()),
+        ] {
+            if let Some(idle) = (0..n).find(|s| !sides.contains(s)) {
+                return Err(ParamsError(format!("{what} side {idle} owns no port")));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn ports_of(sides: &[usize], side: usize) -> Vec<PortId> {
+    sides
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == side)
+        .map(|(p, _)| PortId(u16::try_from(p).unwrap_or(u16::MAX)))
+        .collect()
+}
+
+/// Counters of one ingress side.
+#[derive(Debug)]
+pub struct IngressCounters {
+    /// Per port (see [`IngressPortCounters`] for which entries this side writes).
+    pub ports: Vec<IngressPortCounters>,
+    /// Per pool watermarks of this side's PG use.
+    pub pools: Vec<PoolCounters>,
+    /// Per pool watermarks of this side's egress queue use.
+    pub egress_pools: Vec<PoolCounters>,
+}
+
+/// Counters of one egress side.
+#[derive(Debug)]
+pub struct EgressCounters {
+    /// Per port (only the ports this side transmits on are written).
+    pub ports: Vec<EgressPortCounters>,
+    /// PFC watchdog statistics per port and queue.
+    pub watchdog: Vec<[WatchdogStats; PRIORITY_COUNT]>,
+}
+
+/// SONiC's `show pfcwd stats` columns for one queue (written by the egress side owning it).
+#[derive(Debug, Default)]
+pub struct WatchdogStats {
+    /// 1 while stormed.
+    pub stormed: crate::counters::Gauge,
+    /// Storms detected (`PFC_WD_QUEUE_STATS_DEADLOCK_DETECTED`).
+    pub detected: Counter,
+    /// Storms restored.
+    pub restored: Counter,
+    /// Frames the queue sent while stormed.
+    pub tx_ok: Counter,
+    /// Frames the queue dropped while stormed.
+    pub tx_drop: Counter,
+    /// Frames the port's PG of the same index admitted while stormed.
+    pub rx_ok: Counter,
+    /// Frames the port's PG of the same index dropped while stormed.
+    pub rx_drop: Counter,
+    /// The same four for the last storm only (zeroed at each detection).
+    pub last_tx_ok: crate::counters::Gauge,
+    /// See `last_tx_ok`.
+    pub last_tx_drop: crate::counters::Gauge,
+    /// See `last_tx_ok`.
+    pub last_rx_ok: crate::counters::Gauge,
+    /// See `last_tx_ok`.
+    pub last_rx_drop: crate::counters::Gauge,
+}
+
+/// Cells given back by egress sides, pulled by ingress sides into their accounting.
+#[derive(Debug)]
+pub(crate) struct Releases {
+    ports: usize,
+    ingress_sides: usize,
+    /// `[egress side][port][pg]`: cells released from ingress PGs (read by the port's ingress side).
+    pg: Vec<Counter>,
+    /// `[egress side][ingress side][port][queue]`: cells released from egress queue accounting
+    /// (read by the ingress side that admitted them).
+    queue: Vec<Counter>,
+    /// `[egress side]`: bumped after every burst that released something.
+    generation: Vec<Counter>,
+}
+
+impl Releases {
+    fn new(egress_sides: usize, ingress_sides: usize, ports: usize) -> Self {
+        let n = |k: usize| (0..k).map(|_| Counter::default()).collect::<Vec<_>>();
+        Self {
+            ports,
+            ingress_sides,
+            pg: n(egress_sides * ports * PRIORITY_COUNT),
+            queue: n(egress_sides * ingress_sides * ports * PRIORITY_COUNT),
+            generation: n(egress_sides),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn pg(&self, egress_side: usize, port: usize, pg: usize) -> &Counter {
+        &self.pg[(egress_side * self.ports + port) * PRIORITY_COUNT + pg]
+    }
+
+    #[inline]
+    pub(crate) fn queue(
+        &self,
+        egress_side: usize,
+        ingress_side: usize,
+        port: usize,
+        q: usize,
+    ) -> &Counter {
+        &self.queue[((egress_side * self.ingress_sides + ingress_side) * self.ports + port)
+            * PRIORITY_COUNT
+            + q]
+    }
+
+    #[inline]
+    pub(crate) fn generation(&self, egress_side: usize) -> &Counter {
+        &self.generation[egress_side]
+    }
+
+    pub(crate) fn egress_sides(&self) -> usize {
+        self.generation.len()
+    }
+}
+
+/// Everything the sides of one switch share.
+#[derive(Debug)]
+pub struct Shared {
+    /// The parameters the switch was built from.
+    pub params: SwitchParams,
+    /// Which side runs which port.
+    pub layout: Layout,
+    /// Received pause state and wanted XOFF sets (ingress writes, egress reads).
+    pub pfc: PfcBoard,
+    /// PFC watchdog mitigations (egress writes, ingress reads).
+    pub mitigation: MitigationBoard,
+    /// Per port: transmit enabled (SAI `PKT_TX_ENABLE`); written by the control plane only.
+    pub tx_enable: Vec<AtomicBool>,
+    /// Counters per ingress side.
+    pub ingress_counters: Vec<IngressCounters>,
+    /// Counters per egress side.
+    pub egress_counters: Vec<EgressCounters>,
+    /// `[ingress side][port][queue]`: bytes pushed into the ring towards the queue (ingress
+    /// writes, egress reads to know the queue depth).
+    ring_bytes_in: Vec<Counter>,
+    pub(crate) releases: Releases,
+    pub(crate) ingress_pools: Arc<PoolBoard>,
+    pub(crate) egress_pools: Arc<PoolBoard>,
+    /// Events of the ingress sides (storm-rate alarms), one log per side.
+    pub ingress_events: Vec<EventLog>,
+    /// Events of the egress sides (watchdog), one log per side.
+    pub egress_events: Vec<EventLog>,
+}
+
+impl Shared {
+    pub(crate) fn new(params: SwitchParams, layout: Layout) -> Result<Arc<Self>, ParamsError> {
+        params.validate()?;
+        let ports = params.ports.len();
+        layout.validate(ports)?;
+        let (ins, outs) = (layout.ingress_sides(), layout.egress_sides());
+        let pools = params.pools.len();
+        let pool_counters = || {
+            (0..pools)
+                .map(|_| PoolCounters::default())
+                .collect::<Vec<_>>()
+        };
+        Ok(Arc::new(Self {
+            pfc: PfcBoard::new(ports),
+            mitigation: MitigationBoard::new(ports),
+            tx_enable: params
+                .ports
+                .iter()
+                .map(|p| AtomicBool::new(p.tx_enable))
+                .collect(),
+            ingress_counters: (0..ins)
+                .map(|_| IngressCounters {
+                    ports: (0..ports).map(|_| IngressPortCounters::default()).collect(),
+                    pools: pool_counters(),
+                    egress_pools: pool_counters(),
+                })
+                .collect(),
+            egress_counters: (0..outs)
+                .map(|_| EgressCounters {
+                    ports: (0..ports).map(|_| EgressPortCounters::default()).collect(),
+                    watchdog: (0..ports).map(|_| Default::default()).collect(),
+                })
+                .collect(),
+            ring_bytes_in: (0..ins * ports * PRIORITY_COUNT)
+                .map(|_| Counter::default())
+                .collect(),
+            releases: Releases::new(outs, ins, ports),
+            ingress_pools: PoolBoard::new(ins, pools),
+            egress_pools: PoolBoard::new(ins, pools),
+            ingress_events: (0..ins).map(|_| EventLog::default()).collect(),
+            egress_events: (0..outs).map(|_| EventLog::default()).collect(),
+            params,
+            layout,
+        }))
+    }
+
+    /// Bytes ingress side `side` has pushed towards `(port, queue)` since start.
+    #[inline]
+    pub(crate) fn ring_bytes_in(&self, side: usize, port: usize, queue: usize) -> &Counter {
+        &self.ring_bytes_in[(side * self.params.ports.len() + port) * PRIORITY_COUNT + queue]
+    }
+
+    /// Enables or disables transmission on a port (holds egress; buffers keep admitting).
+    pub fn set_tx_enable(&self, port: PortId, enable: bool) {
+        // Relaxed: the egress side reads it once per burst; a burst's delay is acceptable.
+        self.tx_enable[port.index()].store(enable, Ordering::Relaxed);
+    }
+
+    /// Whether transmission on `port` is enabled.
+    #[must_use]
+    pub fn tx_enabled(&self, port: PortId) -> bool {
+        self.tx_enable[port.index()].load(Ordering::Relaxed)
+    }
+
+    /// Total shared and headroom bytes in use in an ingress pool (all sides).
+    #[must_use]
+    pub fn ingress_pool_used_bytes(&self, pool: usize) -> (u64, u64) {
+        let (s, h) = self.ingress_pools.total(pool);
+        let cell = u64::from(self.params.cell_size_bytes);
+        (s * cell, h * cell)
+    }
+
+    /// Total shared bytes in use in an egress pool (all sides).
+    #[must_use]
+    pub fn egress_pool_used_bytes(&self, pool: usize) -> u64 {
+        self.egress_pools.total(pool).0 * u64::from(self.params.cell_size_bytes)
+    }
+}
