@@ -1,0 +1,190 @@
+//! The per-packet path allocates nothing in steady state: a counting global allocator watches
+//! receive bursts, forwarding, ECN marking, PFC generation and transmit bursts.
+
+mod common;
+
+use common::{ipv4_frame, HOST_A, HOST_B, HOST_C};
+use crossbeam_queue::ArrayQueue;
+use headroom_core::frame::Frame;
+use headroom_core::params::{presets, WredParams};
+use headroom_core::switch::Switch;
+use headroom_core::time::Instant;
+use headroom_core::types::PortId;
+use headroom_wire::ip::Ecn;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if ARMED.with(Cell::get) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if ARMED.with(Cell::get) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+type Buf = Box<[u8; 2048]>;
+
+/// A frame from a fixed pool, like the runtime's: no allocation after the pool is built.
+#[derive(Debug)]
+struct PoolFrame {
+    buf: Option<Buf>,
+    start: usize,
+    len: usize,
+    pool: Arc<ArrayQueue<Buf>>,
+}
+
+impl PoolFrame {
+    fn take(pool: &Arc<ArrayQueue<Buf>>, bytes: &[u8]) -> Option<Self> {
+        let mut buf = pool.pop()?;
+        buf[64..64 + bytes.len()].copy_from_slice(bytes);
+        Some(Self {
+            buf: Some(buf),
+            start: 64,
+            len: bytes.len(),
+            pool: Arc::clone(pool),
+        })
+    }
+}
+
+impl Drop for PoolFrame {
+    fn drop(&mut self) {
+        if let Some(b) = self.buf.take() {
+            let _ = self.pool.push(b);
+        }
+    }
+}
+
+impl Frame for PoolFrame {
+    fn data(&self) -> &[u8] {
+        &self.buf.as_ref().expect("live")[self.start..self.start + self.len]
+    }
+    fn data_mut(&mut self) -> &mut [u8] {
+        let (s, l) = (self.start, self.len);
+        &mut self.buf.as_mut().expect("live")[s..s + l]
+    }
+    fn push_front(&mut self, n: usize) -> bool {
+        if n > self.start {
+            return false;
+        }
+        self.start -= n;
+        self.len += n;
+        true
+    }
+    fn pull_front(&mut self, n: usize) -> bool {
+        if n > self.len {
+            return false;
+        }
+        self.start += n;
+        self.len -= n;
+        true
+    }
+    fn try_clone(&self) -> Option<Self> {
+        Self::take(&self.pool, self.data())
+    }
+}
+
+#[test]
+fn steady_state_forwarding_allocates_nothing() {
+    let pool: Arc<ArrayQueue<Buf>> = Arc::new(ArrayQueue::new(4096));
+    for _ in 0..4096 {
+        pool.push(Box::new([0u8; 2048])).expect("room");
+    }
+    let mut params = presets::simple(3, 10_000_000_000);
+    params.ports[2].queues[3].wred = Some(WredParams {
+        ecn_mark: true,
+        drop_enable: false,
+        min_threshold_bytes: 0,
+        max_threshold_bytes: 4000,
+        probability_percent: 50,
+    });
+    // Port 2 drains at 1 Gb/s while port 0 receives more: PFC XOFF/XON and drops happen too.
+    params.ports[2].shaper_rate_bps = 1_000_000_000;
+    let mut now = Instant::from_millis(1);
+    let mut sw: Switch<PoolFrame> = Switch::new(params, now).unwrap();
+    // Templates built before arming (they use the heap).
+    let templates: Vec<Vec<u8>> = [(HOST_A, 3u8, 1000usize), (HOST_B, 0, 64), (HOST_A, 4, 300)]
+        .iter()
+        .map(|&(src, dscp, len)| {
+            use headroom_core::frame::Frame as _;
+            ipv4_frame(src, HOST_C, dscp, Ecn::Ect0, len)
+                .data()
+                .to_vec()
+        })
+        .collect();
+    let learn = ipv4_frame(HOST_C, HOST_A, 0, Ecn::NotEct, 64)
+        .data()
+        .to_vec();
+    let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut alloc = |len: usize| PoolFrame::take(&pool, &[0u8; 64][..len.min(64)]);
+    let mut round = |sw: &mut Switch<PoolFrame>,
+                     now: Instant,
+                     rx: &mut Vec<PoolFrame>,
+                     tx: &mut Vec<PoolFrame>,
+                     alloc: &mut dyn FnMut(usize) -> Option<PoolFrame>| {
+        rx.push(PoolFrame::take(&pool, &learn).unwrap());
+        sw.handle_rx_burst(now, PortId(2), rx);
+        for i in 0..32 {
+            rx.push(PoolFrame::take(&pool, &templates[i % templates.len()]).unwrap());
+        }
+        sw.handle_rx_burst(now, PortId(0), rx);
+        sw.handle_timeout(now);
+        for port in 0..3 {
+            sw.poll_tx_burst(now, PortId(port), tx, 64, &mut |len| alloc(len));
+            tx.clear();
+        }
+    };
+    // Warm up: FDB learned, every code path visited once.
+    for _ in 0..100 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now, &mut rx, &mut tx, &mut alloc);
+    }
+    ARMED.with(|a| a.set(true));
+    for _ in 0..2000 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now, &mut rx, &mut tx, &mut alloc);
+    }
+    ARMED.with(|a| a.set(false));
+    let sent: u64 = (0..8)
+        .map(|q| sw.egress().port_counters(PortId(2)).tx_frames[q].get())
+        .sum();
+    let marked = sw.egress().port_counters(PortId(2)).ecn_marked[3].get();
+    assert!(sent > 2_000, "the loop forwarded traffic ({sent} frames)");
+    assert!(marked > 0, "the ECN path ran");
+    assert!(
+        sw.egress().port_counters(PortId(0)).pfc_frames_tx.get() > 1,
+        "the PFC path ran"
+    );
+    assert_eq!(
+        ALLOCATIONS.load(Ordering::Relaxed),
+        0,
+        "allocations on the per-packet path"
+    );
+}
