@@ -144,11 +144,11 @@ fn steady_state_forwarding_allocates_nothing() {
     let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
     let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
     let mut alloc = |len: usize| PoolFrame::take(&pool, &[0u8; 64][..len.min(64)]);
-    let mut round = |sw: &mut Switch<PoolFrame>,
-                     now: Instant,
-                     rx: &mut Vec<PoolFrame>,
-                     tx: &mut Vec<PoolFrame>,
-                     alloc: &mut dyn FnMut(usize) -> Option<PoolFrame>| {
+    let round = |sw: &mut Switch<PoolFrame>,
+                 now: Instant,
+                 rx: &mut Vec<PoolFrame>,
+                 tx: &mut Vec<PoolFrame>,
+                 alloc: &mut dyn FnMut(usize) -> Option<PoolFrame>| {
         rx.push(PoolFrame::take(&pool, &learn).unwrap());
         sw.handle_rx_burst(now, PortId(2), rx);
         for i in 0..32 {

@@ -1,1 +1,0 @@
-/work/main/target/debug/headroom: /work/main/crates/cli/src/main.rs

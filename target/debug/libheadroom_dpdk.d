@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_dpdk.rlib: /work/main/crates/dpdk/src/lib.rs

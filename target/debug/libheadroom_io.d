@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_io.rlib: /work/main/crates/core/src/frame.rs /work/main/crates/core/src/lib.rs /work/main/crates/core/src/time.rs /work/main/crates/core/src/types.rs /work/main/crates/io/src/lib.rs /work/main/crates/wire/src/lib.rs

@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_roce.rlib: /work/main/crates/roce/src/lib.rs

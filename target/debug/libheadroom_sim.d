@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_sim.rlib: /work/main/crates/sim/src/lib.rs

@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_tests.rlib: /work/main/tests/src/lib.rs

@@ -1,1 +1,0 @@
-/work/main/target/debug/libheadroom_wire.rlib: /work/main/crates/wire/src/lib.rs

@@ -1,1 +1,0 @@
-/work/main/target/debug/rocegen: /work/main/crates/rocegen/src/main.rs
