@@ -167,19 +167,27 @@ impl InterfaceRequest {
         Ok((hwaddr.sa_family, mac))
     }
 
-    /// Runs one ethtool command taking a `struct ethtool_value` (`{ u32 cmd; u32 data; }`);
-    /// returns the value's `data` afterwards.
-    pub(crate) fn ethtool_value(
+    /// Runs one `SIOCETHTOOL` command whose argument is `command` (starting with the command
+    /// number). Returns the ioctl's non-negative result (`ETHTOOL_SFEATURES` reports flags in
+    /// it).
+    ///
+    /// # Safety
+    /// `command` must be large enough for everything the kernel reads and writes for that
+    /// command: the kernel trusts the lengths inside the argument, not the buffer's size.
+    pub(crate) unsafe fn ethtool(
         &mut self,
         fd: BorrowedFd<'_>,
-        command: u32,
-        data: u32,
-    ) -> io::Result<u32> {
-        let mut value = [command, data];
-        self.req.ifr_ifru.ifru_data = value.as_mut_ptr().cast();
-        let result = self.ioctl(fd, SIOCETHTOOL);
+        command: &mut [u32],
+    ) -> io::Result<c_int> {
+        self.req.ifr_ifru.ifru_data = command.as_mut_ptr().cast();
+        // SAFETY: `self.req` is a valid `ifreq` whose `ifru_data` points to `command`, which
+        // the caller sized for the kernel's request and reply and which outlives the call.
+        let rc = unsafe { libc::ioctl(fd.as_raw_fd(), SIOCETHTOOL as _, &raw mut self.req) };
         self.req.ifr_ifru.ifru_data = std::ptr::null_mut();
-        result.map(|()| value[1])
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(rc)
     }
 }
 
