@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use headroom_afpacket::lab::VethLab;
-use headroom_afpacket::{AfPacketConfig, AfPacketPort};
+use headroom_afpacket::{AfPacketConfig, AfPacketPort, RingVersion};
 use headroom_io::{FramePool, PoolConfig, RxQueue, TxQueue, BURST_MAX};
 
 fn frame(len: usize) -> Vec<u8> {
@@ -22,9 +22,12 @@ fn frame(len: usize) -> Vec<u8> {
     bytes
 }
 
-fn run(lab: &VethLab, frame_len: usize, duration: Duration, qdisc_bypass: bool) {
+fn run(lab: &VethLab, frame_len: usize, duration: Duration, ring_version: RingVersion) {
     let pool = FramePool::new(PoolConfig::with_frame_count(8192)).expect("pool");
-    let config = AfPacketConfig { qdisc_bypass, ..AfPacketConfig::default() };
+    let config = AfPacketConfig {
+        ring_version,
+        ..AfPacketConfig::default()
+    };
     let (receiver, sender) = {
         let _inside = lab.enter().expect("enter the lab namespace");
         (
@@ -44,7 +47,9 @@ fn run(lab: &VethLab, frame_len: usize, duration: Duration, qdisc_bypass: bool) 
     let started = Instant::now();
     while started.elapsed() < duration {
         while to_send.len() < BURST_MAX {
-            let Some(frame) = pool.alloc_copy(&template) else { break };
+            let Some(frame) = pool.alloc_copy(&template) else {
+                break;
+            };
             to_send.push(frame);
         }
         tx.tx_burst(&mut to_send);
@@ -69,7 +74,7 @@ fn run(lab: &VethLab, frame_len: usize, duration: Duration, qdisc_bypass: bool) 
     let seconds = elapsed.as_secs_f64();
     let rx_rate = received_count as f64 / seconds;
     println!(
-        "{frame_len:>5} B  bypass={qdisc_bypass:<5}  tx {:>9.0} frames/s  rx {:>9.0} frames/s \
+        "{frame_len:>5} B  {ring_version:?}  tx {:>9.0} frames/s  rx {:>9.0} frames/s \
          ({:>6.2} Gbit/s of frames)  kernel ring drops {}  tx would-block {}  tx failed {}",
         sent.tx_frames as f64 / seconds,
         rx_rate,
@@ -83,9 +88,13 @@ fn run(lab: &VethLab, frame_len: usize, duration: Duration, qdisc_bypass: bool) 
 /// One frame at a time: how long from `tx_burst` on host0 until `rx_burst` on swp0 returns it,
 /// busy-polling the ring. At low rates TPACKET_V3 hands a block over only when its retire timer
 /// fires, so this shows the latency cost of `block_timeout_ms`.
-fn single_frame_latency(lab: &VethLab, block_timeout_ms: u32) {
+fn single_frame_latency(lab: &VethLab, ring_version: RingVersion, block_timeout_ms: u32) {
     let pool = FramePool::new(PoolConfig::with_frame_count(64)).expect("pool");
-    let config = AfPacketConfig { block_timeout_ms, ..AfPacketConfig::default() };
+    let config = AfPacketConfig {
+        ring_version,
+        block_timeout_ms,
+        ..AfPacketConfig::default()
+    };
     let (receiver, sender) = {
         let _inside = lab.enter().expect("enter the lab namespace");
         (
@@ -109,7 +118,7 @@ fn single_frame_latency(lab: &VethLab, block_timeout_ms: u32) {
     }
     latencies_us.sort_by(f64::total_cmp);
     println!(
-        "single 64 B frames, block_timeout_ms={block_timeout_ms}: latency median {:.0} us, \
+        "single 64 B frames, {ring_version:?} block_timeout_ms={block_timeout_ms}: latency median {:.0} us, \
          p99 {:.0} us, max {:.0} us",
         latencies_us[latencies_us.len() / 2],
         latencies_us[latencies_us.len() * 99 / 100],
@@ -118,19 +127,26 @@ fn single_frame_latency(lab: &VethLab, block_timeout_ms: u32) {
 }
 
 fn main() {
-    let seconds: f64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    let seconds: f64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0);
     let duration = Duration::from_secs_f64(seconds);
     let lab = VethLab::create("hr-afp-bench").unwrap_or_else(|error| {
         eprintln!("cannot set up the veth lab: {error}");
         std::process::exit(1);
     });
-    println!("veth pair in namespace {}, {seconds} s per run, one thread", lab.namespace());
+    println!(
+        "veth pair in namespace {}, {seconds} s per run, one thread",
+        lab.namespace()
+    );
     for frame_len in [64, 1500] {
-        for qdisc_bypass in [true, false] {
-            run(&lab, frame_len, duration, qdisc_bypass);
+        for ring_version in [RingVersion::V2, RingVersion::V3] {
+            run(&lab, frame_len, duration, ring_version);
         }
     }
+    single_frame_latency(&lab, RingVersion::V2, 1);
     for block_timeout_ms in [1, 4] {
-        single_frame_latency(&lab, block_timeout_ms);
+        single_frame_latency(&lab, RingVersion::V3, block_timeout_ms);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use headroom_core::frame::Frame;
 use headroom_io::{FramePool, PoolFrame, PortInfo, RxQueue, TxQueue, BURST_MAX};
 
-use crate::ring::{RingEntry, RxRing};
+use crate::ring::{BlockRing, FrameRing, RingEntry, RxRing};
 use crate::stats::{add, AfPacketStatsHandle, Counters};
 use crate::sys::{self, InterfaceRequest, RingMapping, SendOutcome};
 
@@ -23,21 +23,41 @@ const MAC_ADDRESSES_LEN: usize = 12;
 /// Ethernet header (14) plus one VLAN tag (4): the frame overhead on top of the MTU that the
 /// kernel lets a packet socket send (`packet_extra_vlan_len_allowed`).
 const FRAME_OVERHEAD_BYTES: usize = 18;
-/// `tp_frame_size` of the ring. TPACKET_V3 packs packets of any size into a block, so this only
-/// has to satisfy the kernel's sanity checks (aligned, at least one per block).
-const RING_FRAME_SIZE: usize = 2048;
+/// `tp_frame_size` of a TPACKET_V3 ring. V3 packs packets of any size into a block, so this
+/// only has to satisfy the kernel's sanity checks (aligned, at least one per block).
+const V3_FRAME_SIZE: usize = 2048;
+/// Bytes of a TPACKET_V2 slot in front of the frame data: the kernel puts the MAC header at
+/// `TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14` = 66 bytes; 128 leaves room for longer link
+/// headers.
+const V2_SLOT_OVERHEAD: usize = 128;
+
+/// Which memory-mapped receive ring layout to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingVersion {
+    /// TPACKET_V2: one fixed-size slot per frame, handed to user space as soon as the kernel
+    /// has copied the frame in. Latency is that of the wakeup; slots are sized for the pool's
+    /// data room, so a ring of a given size holds fewer small frames than V3.
+    V2,
+    /// TPACKET_V3: frames packed into blocks, a block handed over when full or when its retire
+    /// timer ([`AfPacketConfig::block_timeout_ms`]) fires. Fewer status checks and denser
+    /// packing, but at low rates a frame waits up to the timeout (1 ms at least).
+    V3,
+}
 
 /// How an AF_PACKET port is set up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AfPacketConfig {
-    /// Bytes per ring block: a power of two, at least one page and at least
-    /// [`RING_FRAME_SIZE`] (2048). A frame longer than a block (minus ~80 bytes of headers) is
-    /// truncated by the kernel and counted as oversize.
+    /// The receive ring's layout. Default V2: a lossless switch must see a PFC frame as soon
+    /// as it arrives, and V3 delays frames on a quiet link by its block timeout.
+    pub ring_version: RingVersion,
+    /// Bytes per ring block: a power of two, at least one page and 2048 bytes. With V2 a block
+    /// must also hold one slot (the pool's data room + 128 bytes). With V3 a frame longer than
+    /// a block (minus ~80 bytes of headers) is truncated by the kernel and counted as oversize.
     pub block_size_bytes: usize,
     /// Blocks in the receive ring. The ring holds `block_size_bytes * block_count` bytes of
     /// frames while the switch is not reading; beyond that the kernel drops and counts.
     pub block_count: usize,
-    /// The kernel hands a partly filled block over after this many milliseconds
+    /// V3 only: the kernel hands a partly filled block over after this many milliseconds
     /// (`tp_retire_blk_tov`); 0 lets the kernel pick from the link speed. This bounds the extra
     /// latency TPACKET_V3 adds at low packet rates.
     pub block_timeout_ms: u32,
@@ -53,6 +73,7 @@ pub struct AfPacketConfig {
 impl Default for AfPacketConfig {
     fn default() -> Self {
         Self {
+            ring_version: RingVersion::V2,
             block_size_bytes: 1 << 15,
             block_count: 128,
             block_timeout_ms: 1,
@@ -144,7 +165,7 @@ impl AfPacketPort {
         pool: FramePool,
         config: &AfPacketConfig,
     ) -> Result<Self, AfPacketError> {
-        validate(config)?;
+        validate(config, pool.data_room_bytes())?;
         let mut request = InterfaceRequest::new(interface)
             .ok_or_else(|| AfPacketError::InvalidInterfaceName(interface.to_owned()))?;
 
@@ -174,7 +195,7 @@ impl AfPacketPort {
             max_frame_len: usize::try_from(mtu).unwrap_or(0) + FRAME_OVERHEAD_BYTES,
         };
 
-        let ring = setup_rx_ring(&rx_socket, config)?;
+        let ring = setup_rx_ring(&rx_socket, config, pool.data_room_bytes())?;
         // Frames leaving the interface (our own transmissions, or another local sender's) are
         // not ingress traffic. Kernels before 4.20 lack the option; the ring walk also skips
         // PACKET_OUTGOING frames, so its absence is not fatal.
@@ -260,13 +281,23 @@ impl AfPacketPort {
     }
 }
 
-fn validate(config: &AfPacketConfig) -> Result<(), AfPacketError> {
+/// The slot size of a TPACKET_V2 ring for frames of up to `data_room` bytes.
+fn v2_frame_size(data_room: usize) -> usize {
+    (data_room + V2_SLOT_OVERHEAD).next_multiple_of(libc::TPACKET_ALIGNMENT)
+}
+
+fn validate(config: &AfPacketConfig, data_room: usize) -> Result<(), AfPacketError> {
     // SAFETY: sysconf has no preconditions.
     let page_size = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
     let block = config.block_size_bytes;
-    if !block.is_power_of_two() || block < page_size || block < RING_FRAME_SIZE {
+    if !block.is_power_of_two() || block < page_size || block < V3_FRAME_SIZE {
         return Err(AfPacketError::InvalidConfig(
             "block_size_bytes must be a power of two of at least one page and 2048 bytes",
+        ));
+    }
+    if config.ring_version == RingVersion::V2 && block < v2_frame_size(data_room) {
+        return Err(AfPacketError::InvalidConfig(
+            "with TPACKET_V2, block_size_bytes must hold one frame slot (data room + 128 bytes)",
         ));
     }
     if config.block_count == 0 {
@@ -283,40 +314,70 @@ fn validate(config: &AfPacketConfig) -> Result<(), AfPacketError> {
     Ok(())
 }
 
-fn setup_rx_ring(socket: &OwnedFd, config: &AfPacketConfig) -> Result<RxRing, AfPacketError> {
-    sys::set_option(
-        socket.as_fd(),
-        libc::SOL_PACKET,
-        libc::PACKET_VERSION,
-        &(libc::tpacket_versions::TPACKET_V3 as c_int),
-    )
-    .map_err(os_error("PACKET_VERSION TPACKET_V3"))?;
-    // Sizes were validated to fit u32.
-    let frames_per_block = config.block_size_bytes / RING_FRAME_SIZE;
-    let request = libc::tpacket_req3 {
-        tp_block_size: config.block_size_bytes as u32,
-        tp_block_nr: config.block_count as u32,
-        tp_frame_size: RING_FRAME_SIZE as u32,
-        tp_frame_nr: (frames_per_block * config.block_count) as u32,
-        tp_retire_blk_tov: config.block_timeout_ms,
-        tp_sizeof_priv: 0,
-        tp_feature_req_word: 0,
+fn setup_rx_ring(
+    socket: &OwnedFd,
+    config: &AfPacketConfig,
+    data_room: usize,
+) -> Result<RxRing, AfPacketError> {
+    let (version, frame_size) = match config.ring_version {
+        RingVersion::V2 => (libc::tpacket_versions::TPACKET_V2, v2_frame_size(data_room)),
+        RingVersion::V3 => (libc::tpacket_versions::TPACKET_V3, V3_FRAME_SIZE),
     };
     sys::set_option(
         socket.as_fd(),
         libc::SOL_PACKET,
-        libc::PACKET_RX_RING,
-        &request,
+        libc::PACKET_VERSION,
+        &(version as c_int),
     )
-    .map_err(os_error("PACKET_RX_RING"))?;
+    .map_err(os_error("PACKET_VERSION"))?;
+    // Sizes were validated to fit u32.
+    let frame_count = (config.block_size_bytes / frame_size) * config.block_count;
+    let request = libc::tpacket_req3 {
+        tp_block_size: config.block_size_bytes as u32,
+        tp_block_nr: config.block_count as u32,
+        tp_frame_size: frame_size as u32,
+        tp_frame_nr: frame_count as u32,
+        tp_retire_blk_tov: config.block_timeout_ms,
+        tp_sizeof_priv: 0,
+        tp_feature_req_word: 0,
+    };
+    let set_ring = match config.ring_version {
+        // V2 takes the shorter `struct tpacket_req`, the first four fields of `tpacket_req3`.
+        RingVersion::V2 => sys::set_option(
+            socket.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &libc::tpacket_req {
+                tp_block_size: request.tp_block_size,
+                tp_block_nr: request.tp_block_nr,
+                tp_frame_size: request.tp_frame_size,
+                tp_frame_nr: request.tp_frame_nr,
+            },
+        ),
+        RingVersion::V3 => sys::set_option(
+            socket.as_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &request,
+        ),
+    };
+    set_ring.map_err(os_error("PACKET_RX_RING"))?;
     let ring_bytes = config.block_size_bytes * config.block_count;
     let mapping =
         RingMapping::new(socket.as_fd(), ring_bytes).map_err(os_error("mmap of the RX ring"))?;
-    Ok(RxRing::new(
-        mapping,
-        config.block_size_bytes,
-        config.block_count,
-    ))
+    Ok(match config.ring_version {
+        RingVersion::V2 => RxRing::Frames(FrameRing::new(
+            mapping,
+            config.block_size_bytes,
+            config.block_count,
+            frame_size,
+        )),
+        RingVersion::V3 => RxRing::Blocks(BlockRing::new(
+            mapping,
+            config.block_size_bytes,
+            config.block_count,
+        )),
+    })
 }
 
 /// The receive half of an AF_PACKET port.
@@ -337,7 +398,7 @@ impl fmt::Debug for AfPacketRx {
 
 impl AfPacketRx {
     /// Waits until a frame is ready or `timeout` passes (millisecond resolution); returns
-    /// whether one is ready. Returns at once when the ring already holds a block. For the
+    /// whether one is ready. Returns at once when the ring already holds one. For the
     /// runtime's adaptive polling: sleep here instead of spinning on an idle port.
     ///
     /// With TPACKET_V3 the kernel signals a block, not a frame: after the first frame of an
@@ -346,7 +407,7 @@ impl AfPacketRx {
     /// # Errors
     /// The `poll` system call failed.
     pub fn wait_readable(&mut self, timeout: Duration) -> io::Result<bool> {
-        if self.ring.has_ready_block() {
+        if self.ring.has_ready_packet() {
             return Ok(true);
         }
         sys::poll_readable(self.socket.as_fd(), timeout)
@@ -548,7 +609,21 @@ mod tests {
 
     #[test]
     fn config_validation() {
-        assert!(validate(&AfPacketConfig::default()).is_ok());
+        assert!(validate(&AfPacketConfig::default(), 2048).is_ok());
+        let small_v2 = AfPacketConfig {
+            block_size_bytes: 4096,
+            ..AfPacketConfig::default()
+        };
+        assert!(validate(&small_v2, 2048).is_ok());
+        assert!(matches!(
+            validate(&small_v2, 4000),
+            Err(AfPacketError::InvalidConfig(_))
+        ));
+        let v3 = AfPacketConfig {
+            ring_version: RingVersion::V3,
+            ..small_v2
+        };
+        assert!(validate(&v3, 4000).is_ok());
         for bad in [
             AfPacketConfig {
                 block_size_bytes: 3 * 4096,
@@ -569,7 +644,7 @@ mod tests {
             },
         ] {
             assert!(
-                matches!(validate(&bad), Err(AfPacketError::InvalidConfig(_))),
+                matches!(validate(&bad, 2048), Err(AfPacketError::InvalidConfig(_))),
                 "{bad:?}"
             );
         }

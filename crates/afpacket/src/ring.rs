@@ -1,6 +1,12 @@
-//! Walking a memory-mapped TPACKET_V3 receive ring (Documentation/networking/packet_mmap.rst).
+//! Walking a memory-mapped receive ring (Documentation/networking/packet_mmap.rst), in either of
+//! the two layouts the backend supports.
 //!
-//! The ring is `block_count` blocks of `block_size` bytes. The kernel fills one block at a time
+//! **TPACKET_V2** ([`FrameRing`]): the ring is fixed-size frame slots, each starting with a
+//! `tpacket2_hdr` whose `tp_status` the kernel sets to `TP_STATUS_USER` as soon as it has copied
+//! a packet in; user space reads the slot and writes `TP_STATUS_KERNEL` back. Slots are filled in
+//! ring order, so the walk only ever looks at the next slot.
+//!
+//! **TPACKET_V3** ([`BlockRing`]): the ring is `block_count` blocks of `block_size` bytes. The kernel fills one block at a time
 //! with packets, each behind a `tpacket3_hdr`, and hands the whole block to user space by setting
 //! `TP_STATUS_USER` in the block descriptor, either when the block is full or when the block's
 //! retire timer (`tp_retire_blk_tov`) fires. User space reads every packet of the block and gives
@@ -61,8 +67,181 @@ pub(crate) enum RingEntry<'ring> {
     Malformed,
 }
 
+/// A receive ring of either layout.
+pub(crate) enum RxRing {
+    /// TPACKET_V2: per-frame hand-over.
+    Frames(FrameRing),
+    /// TPACKET_V3: per-block hand-over.
+    Blocks(BlockRing),
+}
+
+impl RxRing {
+    /// Whether a packet is ready without a syscall.
+    pub(crate) fn has_ready_packet(&self) -> bool {
+        match self {
+            Self::Frames(ring) => ring.has_ready_packet(),
+            Self::Blocks(ring) => ring.has_ready_block(),
+        }
+    }
+
+    /// Takes and clears the "kernel dropped frames" hint (`TP_STATUS_LOSING`).
+    pub(crate) fn take_losing(&mut self) -> bool {
+        match self {
+            Self::Frames(ring) => std::mem::take(&mut ring.losing),
+            Self::Blocks(ring) => std::mem::take(&mut ring.losing),
+        }
+    }
+
+    /// Returns what has been read to the kernel.
+    pub(crate) fn release_if_done(&mut self) {
+        match self {
+            Self::Frames(ring) => ring.release_pending(),
+            Self::Blocks(ring) => ring.release_if_done(),
+        }
+    }
+
+    /// The next packet, or why there is none. Each call moves past the entry it returns.
+    pub(crate) fn next_entry(&mut self) -> RingEntry<'_> {
+        match self {
+            Self::Frames(ring) => ring.next_entry(),
+            Self::Blocks(ring) => ring.next_entry(),
+        }
+    }
+}
+
+const FRAME_HEADER_LEN: usize = size_of::<libc::tpacket2_hdr>();
+/// Where the kernel puts a V2 packet's `sockaddr_ll`: after the header, aligned.
+const FRAME_ADDRESS_OFFSET: usize = FRAME_HEADER_LEN.next_multiple_of(libc::TPACKET_ALIGNMENT);
+const FRAME_PACKET_TYPE_OFFSET: usize =
+    FRAME_ADDRESS_OFFSET + offset_of!(libc::sockaddr_ll, sll_pkttype);
+
+/// A TPACKET_V2 receive ring and the position of the walk through it.
+pub(crate) struct FrameRing {
+    mapping: RingMapping,
+    block_size: usize,
+    frame_size: usize,
+    frames_per_block: usize,
+    frame_count: usize,
+    current_frame: usize,
+    /// Whether `current_frame` was returned by `next_entry` and is still ours.
+    pending_release: bool,
+    losing: bool,
+}
+
+impl FrameRing {
+    /// Walks `mapping`, which must be a TPACKET_V2 ring of `block_count` blocks of `block_size`
+    /// bytes cut into frames of `frame_size` bytes.
+    pub(crate) fn new(
+        mapping: RingMapping,
+        block_size: usize,
+        block_count: usize,
+        frame_size: usize,
+    ) -> Self {
+        let frames_per_block = block_size / frame_size;
+        assert!(
+            frame_size >= FRAME_ADDRESS_OFFSET + size_of::<libc::sockaddr_ll>()
+                && frames_per_block > 0
+                && block_size.checked_mul(block_count) == Some(mapping.len())
+        );
+        Self {
+            mapping,
+            block_size,
+            frame_size,
+            frames_per_block,
+            frame_count: frames_per_block * block_count,
+            current_frame: 0,
+            pending_release: false,
+            losing: false,
+        }
+    }
+
+    fn frame_base(&self) -> *mut u8 {
+        let offset = (self.current_frame / self.frames_per_block) * self.block_size
+            + (self.current_frame % self.frames_per_block) * self.frame_size;
+        // SAFETY: `current_frame < frame_count`, so the slot lies inside its block, inside the
+        // mapping (checked in `new`).
+        unsafe { self.mapping.base().as_ptr().add(offset) }
+    }
+
+    fn frame_status(&self) -> &AtomicU32 {
+        // SAFETY: `tp_status` is the first field of the slot's `tpacket2_hdr`, 16-byte aligned
+        // (slots are multiples of TPACKET_ALIGNMENT from a page boundary), inside the mapping,
+        // which lives as long as `self`. The kernel accesses it concurrently, hence atomic.
+        unsafe { AtomicU32::from_ptr(self.frame_base().cast()) }
+    }
+
+    fn has_ready_packet(&self) -> bool {
+        let slot = if self.pending_release {
+            // The slot after the one still held.
+            let next = (self.current_frame + 1) % self.frame_count;
+            let offset = (next / self.frames_per_block) * self.block_size
+                + (next % self.frames_per_block) * self.frame_size;
+            // SAFETY: as in `frame_status`, for slot `next < frame_count`.
+            unsafe {
+                AtomicU32::from_ptr(self.mapping.base().as_ptr().add(offset).cast())
+                    .load(Ordering::Acquire)
+            }
+        } else {
+            self.frame_status().load(Ordering::Acquire)
+        };
+        slot & libc::TP_STATUS_USER != 0
+    }
+
+    /// Returns the slot last handed out to the kernel and moves to the next one.
+    fn release_pending(&mut self) {
+        if self.pending_release {
+            self.frame_status()
+                .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+            self.pending_release = false;
+            self.current_frame = (self.current_frame + 1) % self.frame_count;
+        }
+    }
+
+    fn next_entry(&mut self) -> RingEntry<'_> {
+        self.release_pending();
+        let status = self.frame_status().load(Ordering::Acquire);
+        if status & libc::TP_STATUS_USER == 0 {
+            return RingEntry::Empty;
+        }
+        self.losing |= status & libc::TP_STATUS_LOSING != 0;
+        self.pending_release = true;
+        // SAFETY: the slot is ours (TP_STATUS_USER) and `FRAME_HEADER_LEN <= frame_size`
+        // (checked in `new`); the kernel does not write a user-owned slot.
+        let header: libc::tpacket2_hdr = unsafe {
+            self.frame_base()
+                .cast::<libc::tpacket2_hdr>()
+                .read_unaligned()
+        };
+        // SAFETY: as above; the `sockaddr_ll` lies inside the slot (checked in `new`).
+        let packet_type = unsafe { self.frame_base().add(FRAME_PACKET_TYPE_OFFSET).read() };
+        let data_start = header.tp_mac as usize;
+        let data_len = header.tp_snaplen as usize;
+        if data_start < FRAME_HEADER_LEN
+            || data_start
+                .checked_add(data_len)
+                .is_none_or(|end| end > self.frame_size)
+        {
+            return RingEntry::Malformed;
+        }
+        // SAFETY: `data_start..data_start + data_len` is inside a slot we own (checked above),
+        // which stays ours, unmodified, until `release_pending` runs, and that needs `&mut self`,
+        // which the returned borrow prevents.
+        let data = unsafe {
+            std::slice::from_raw_parts(self.frame_base().add(data_start).cast_const(), data_len)
+        };
+        RingEntry::Packet(RingPacket {
+            data,
+            wire_len: header.tp_len as usize,
+            status: header.tp_status,
+            vlan_tci: header.tp_vlan_tci,
+            vlan_tpid: header.tp_vlan_tpid,
+            packet_type,
+        })
+    }
+}
+
 /// A TPACKET_V3 receive ring and the position of the walk through it.
-pub(crate) struct RxRing {
+pub(crate) struct BlockRing {
     mapping: RingMapping,
     block_size: usize,
     block_count: usize,
@@ -77,7 +256,7 @@ pub(crate) struct RxRing {
     losing: bool,
 }
 
-impl RxRing {
+impl BlockRing {
     /// Walks `mapping`, which must be a TPACKET_V3 ring of `block_count` blocks of `block_size`.
     pub(crate) fn new(mapping: RingMapping, block_size: usize, block_count: usize) -> Self {
         assert!(
@@ -124,11 +303,6 @@ impl RxRing {
     pub(crate) fn has_ready_block(&self) -> bool {
         (self.block_owned && self.packets_left > 0)
             || self.block_status().load(Ordering::Acquire) & libc::TP_STATUS_USER != 0
-    }
-
-    /// Takes and clears the "kernel dropped frames" hint from the blocks' `TP_STATUS_LOSING`.
-    pub(crate) fn take_losing(&mut self) -> bool {
-        std::mem::take(&mut self.losing)
     }
 
     /// Returns the walked block to the kernel if all its packets have been read.
@@ -232,5 +406,8 @@ mod tests {
         assert_eq!(PACKET_HEADER_LEN, 48);
         assert_eq!(PACKET_ADDRESS_OFFSET, 48);
         assert_eq!(PACKET_TYPE_OFFSET, 58);
+        // struct tpacket2_hdr is 32 bytes; its sockaddr_ll follows at TPACKET_ALIGN(32).
+        assert_eq!(FRAME_HEADER_LEN, 32);
+        assert_eq!(FRAME_PACKET_TYPE_OFFSET, 42);
     }
 }

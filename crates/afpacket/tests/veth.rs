@@ -10,9 +10,32 @@ use std::time::{Duration, Instant};
 use common::{bytes_of, eventually, lab, open, pool, receive, tagged_frame, test_frame, RawSocket};
 use headroom_afpacket::lab::VethLab;
 use headroom_afpacket::offload::{disable_offloads, is_offload_feature};
-use headroom_afpacket::{AfPacketConfig, AfPacketError, AfPacketPort};
+use headroom_afpacket::{AfPacketConfig, AfPacketError, AfPacketPort, RingVersion};
 use headroom_core::frame::Frame;
 use headroom_io::{FramePool, PoolConfig, RxQueue, TxQueue, BURST_MAX};
+
+/// Both receive ring layouts; tests of the receive path run once with each.
+const RING_VERSIONS: [RingVersion; 2] = [RingVersion::V2, RingVersion::V3];
+
+fn config(ring_version: RingVersion) -> AfPacketConfig {
+    AfPacketConfig {
+        ring_version,
+        ..AfPacketConfig::default()
+    }
+}
+
+/// Defines a `#[test]` running `body(version)` for each ring version.
+macro_rules! for_each_ring_version {
+    ($name:ident, $body:ident) => {
+        #[test]
+        fn $name() {
+            for version in RING_VERSIONS {
+                eprintln!("ring version {version:?}");
+                $body(version);
+            }
+        }
+    };
+}
 
 #[test]
 fn port_info_reports_the_interface_mac_and_mtu() {
@@ -68,15 +91,13 @@ fn the_lab_namespace_has_ipv6_off() {
     assert_eq!(value.trim(), "1");
 }
 
-#[test]
-fn received_frames_are_byte_identical_in_order_and_in_bursts() {
+for_each_ring_version!(
+    received_frames_are_byte_identical_in_order_and_in_bursts,
+    check_received_frames_are_byte_identical_in_order_and_in_bursts
+);
+fn check_received_frames_are_byte_identical_in_order_and_in_bursts(version: RingVersion) {
     let lab = lab();
-    let port = open(
-        &lab,
-        VethLab::SWITCH_END,
-        pool(512),
-        &AfPacketConfig::default(),
-    );
+    let port = open(&lab, VethLab::SWITCH_END, pool(512), &config(version));
     let stats = port.stats_handle();
     let (mut rx, _tx) = port.split();
     let host = RawSocket::open(&lab, VethLab::HOST_END);
@@ -107,16 +128,13 @@ fn received_frames_are_byte_identical_in_order_and_in_bursts() {
     );
 }
 
-#[test]
-fn an_idle_port_returns_at_once_and_wait_readable_wakes_on_traffic() {
+for_each_ring_version!(
+    an_idle_port_returns_at_once_and_wait_readable_wakes_on_traffic,
+    check_an_idle_port_returns_at_once_and_wait_readable_wakes_on_traffic
+);
+fn check_an_idle_port_returns_at_once_and_wait_readable_wakes_on_traffic(version: RingVersion) {
     let lab = lab();
-    let (mut rx, _tx) = open(
-        &lab,
-        VethLab::SWITCH_END,
-        pool(8),
-        &AfPacketConfig::default(),
-    )
-    .split();
+    let (mut rx, _tx) = open(&lab, VethLab::SWITCH_END, pool(8), &config(version)).split();
     let host = RawSocket::open(&lab, VethLab::HOST_END);
     let mut frames = Vec::new();
 
@@ -184,29 +202,30 @@ fn transmit_and_check_no_echo(config: &AfPacketConfig) {
 
 #[test]
 fn transmitted_frames_reach_the_peer_and_are_not_received_back() {
-    transmit_and_check_no_echo(&AfPacketConfig::default());
+    for version in RING_VERSIONS {
+        transmit_and_check_no_echo(&config(version));
+    }
 }
 
 #[test]
 fn without_qdisc_bypass_own_frames_are_still_not_received_back() {
     // Through the qdisc path the kernel shows outgoing frames to packet taps; only
     // PACKET_IGNORE_OUTGOING / the PACKET_OUTGOING check keep them out of the ring.
-    transmit_and_check_no_echo(&AfPacketConfig {
-        qdisc_bypass: false,
-        ..AfPacketConfig::default()
-    });
+    for version in RING_VERSIONS {
+        transmit_and_check_no_echo(&AfPacketConfig {
+            qdisc_bypass: false,
+            ..config(version)
+        });
+    }
 }
 
-#[test]
-fn tagged_frames_keep_their_tag() {
+for_each_ring_version!(
+    tagged_frames_keep_their_tag,
+    check_tagged_frames_keep_their_tag
+);
+fn check_tagged_frames_keep_their_tag(version: RingVersion) {
     let lab = lab();
-    let (mut rx, _tx) = open(
-        &lab,
-        VethLab::SWITCH_END,
-        pool(64),
-        &AfPacketConfig::default(),
-    )
-    .split();
+    let (mut rx, _tx) = open(&lab, VethLab::SWITCH_END, pool(64), &config(version)).split();
     let host = RawSocket::open(&lab, VethLab::HOST_END);
 
     let customer_tagged = tagged_frame(1, 128, 0x8100, 3, 100);
@@ -234,25 +253,18 @@ fn tagged_frames_keep_their_tag() {
     );
 }
 
-#[test]
-fn tagged_frames_sent_by_the_switch_arrive_tagged() {
+for_each_ring_version!(
+    tagged_frames_sent_by_the_switch_arrive_tagged,
+    check_tagged_frames_sent_by_the_switch_arrive_tagged
+);
+fn check_tagged_frames_sent_by_the_switch_arrive_tagged(version: RingVersion) {
     let lab = lab();
     let pool = pool(64);
-    let (_switch_rx, mut switch_tx) = open(
-        &lab,
-        VethLab::SWITCH_END,
-        pool.clone(),
-        &AfPacketConfig::default(),
-    )
-    .split();
+    let (_switch_rx, mut switch_tx) =
+        open(&lab, VethLab::SWITCH_END, pool.clone(), &config(version)).split();
     // The far end uses a second backend instance: a plain socket would see the tag stripped.
-    let (mut host_rx, _host_tx) = open(
-        &lab,
-        VethLab::HOST_END,
-        pool.clone(),
-        &AfPacketConfig::default(),
-    )
-    .split();
+    let (mut host_rx, _host_tx) =
+        open(&lab, VethLab::HOST_END, pool.clone(), &config(version)).split();
 
     let sent = vec![
         tagged_frame(7, 1518, 0x8100, 3, 4094),
@@ -267,8 +279,11 @@ fn tagged_frames_sent_by_the_switch_arrive_tagged() {
     assert_eq!(bytes_of(&received), sent);
 }
 
-#[test]
-fn oversize_frames_are_counted_and_dropped() {
+for_each_ring_version!(
+    oversize_frames_are_counted_and_dropped,
+    check_oversize_frames_are_counted_and_dropped
+);
+fn check_oversize_frames_are_counted_and_dropped(version: RingVersion) {
     let lab = lab();
     let small_pool = FramePool::new(PoolConfig {
         frame_count: 16,
@@ -276,12 +291,7 @@ fn oversize_frames_are_counted_and_dropped() {
         headroom_bytes: 128,
     })
     .expect("pool");
-    let port = open(
-        &lab,
-        VethLab::SWITCH_END,
-        small_pool,
-        &AfPacketConfig::default(),
-    );
+    let port = open(&lab, VethLab::SWITCH_END, small_pool, &config(version));
     let stats = port.stats_handle();
     let (mut rx, _tx) = port.split();
     let host = RawSocket::open(&lab, VethLab::HOST_END);
@@ -291,25 +301,25 @@ fn oversize_frames_are_counted_and_dropped() {
     host.send(&test_frame(3, 257));
     host.send(&fits);
     host.send(&tagged_frame(4, 257, 0x8100, 0, 10)); // 253 bytes without its tag: still too long
+                                                     // Longer than a V2 slot (256 + 128 bytes), so the kernel truncates it there.
+    host.send(&test_frame(5, 1000));
     host.send(&fits_with_tag);
     let (received, _) = receive(&mut rx, 2);
     assert_eq!(bytes_of(&received), vec![fits, fits_with_tag]);
     let stats = stats.stats();
-    assert_eq!(stats.rx_oversize, 2);
+    assert_eq!(stats.rx_oversize, 3);
     assert_eq!(stats.rx_frames, 2);
-    assert_eq!(stats.to_backend_stats().rx_missed, 2);
+    assert_eq!(stats.to_backend_stats().rx_missed, 3);
 }
 
-#[test]
-fn an_empty_pool_drops_and_counts_then_recovers() {
+for_each_ring_version!(
+    an_empty_pool_drops_and_counts_then_recovers,
+    check_an_empty_pool_drops_and_counts_then_recovers
+);
+fn check_an_empty_pool_drops_and_counts_then_recovers(version: RingVersion) {
     let lab = lab();
     let pool = pool(4);
-    let port = open(
-        &lab,
-        VethLab::SWITCH_END,
-        pool.clone(),
-        &AfPacketConfig::default(),
-    );
+    let port = open(&lab, VethLab::SWITCH_END, pool.clone(), &config(version));
     let stats = port.stats_handle();
     let (mut rx, _tx) = port.split();
     let host = RawSocket::open(&lab, VethLab::HOST_END);
@@ -330,14 +340,17 @@ fn an_empty_pool_drops_and_counts_then_recovers() {
     assert_eq!(bytes_of(&received), vec![test_frame(9, 60)]);
 }
 
-#[test]
-fn kernel_ring_drops_are_counted_exactly() {
+for_each_ring_version!(
+    kernel_ring_drops_are_counted_exactly,
+    check_kernel_ring_drops_are_counted_exactly
+);
+fn check_kernel_ring_drops_are_counted_exactly(version: RingVersion) {
     let lab = lab();
-    // The smallest ring: two one-page blocks, about 50 short frames.
+    // The smallest ring: two one-page blocks (V3: about 50 short frames; V2: 2 slots).
     let tiny = AfPacketConfig {
         block_size_bytes: 4096,
         block_count: 2,
-        ..AfPacketConfig::default()
+        ..config(version)
     };
     let port = open(&lab, VethLab::SWITCH_END, pool(512), &tiny);
     let stats = port.stats_handle();
