@@ -464,6 +464,13 @@ mod tests {
             for frame in receiver {
                 assert_eq!(frame.data(), &expected.to_be_bytes());
                 expected += 1;
+                // This thread allocates too (clones, as flooding does), competing with the
+                // producer for the same free list.
+                if expected.is_multiple_of(3) {
+                    if let Some(copy) = frame.try_clone() {
+                        assert_eq!(copy.data(), frame.data());
+                    }
+                }
                 // Frames are dropped here, on another thread than the one that allocated them.
             }
             expected
