@@ -7,6 +7,12 @@
 
 use headroom_core::frame::Frame;
 
+pub mod memory;
+pub mod pool;
+
+pub use memory::{Collector, InjectError, Injector, MemoryPort, MemoryRx, MemoryTx};
+pub use pool::{FramePool, PoolConfig, PoolFrame, PoolStats};
+
 /// Most frames moved by one `rx_burst` / `tx_burst` call (DPDK l2fwd's `MAX_PKT_BURST`).
 pub const BURST_MAX: usize = 32;
 

@@ -1,0 +1,125 @@
+//! Proves that the per-packet paths of the frame pool and the in-memory ports never call the
+//! global allocator once they are warmed up.
+//!
+//! A counting global allocator counts the calls made by the current thread only (a const
+//! thread-local, which itself needs no allocation), so the test harness's own threads cannot
+//! disturb the count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use headroom_core::frame::Frame;
+use headroom_io::{FramePool, MemoryPort, PoolConfig, PortInfo, RxQueue, TxQueue, BURST_MAX};
+
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS_ON_THIS_THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // `try_with` so that allocations made while the thread-local is being torn down are not
+    // a panic inside the allocator.
+    let _ = ALLOCATIONS_ON_THIS_THREAD.try_with(|count| count.set(count.get() + 1));
+}
+
+// SAFETY: every method forwards to `System`, which upholds the `GlobalAlloc` contract; counting
+// touches only a thread-local `Cell` and never allocates.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: the caller upholds `alloc`'s contract, which we pass through unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        count_one();
+        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocator_calls_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS_ON_THIS_THREAD.with(Cell::get);
+    f();
+    ALLOCATIONS_ON_THIS_THREAD.with(Cell::get) - before
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // Guards against a counter that can never fail the tests below.
+    let calls = allocator_calls_during(|| drop(std::hint::black_box(vec![0u8; 100])));
+    assert_eq!(calls, 2, "one allocation and one deallocation");
+}
+
+#[test]
+fn pool_alloc_clone_push_pull_drop_allocates_nothing() {
+    let pool = FramePool::new(PoolConfig::with_frame_count(64)).expect("pool");
+    let mut held = Vec::with_capacity(64);
+    let calls = allocator_calls_during(|| {
+        for round in 0..10_000u32 {
+            let mut frame = pool.alloc_copy(&[0x5A; 60]).expect("free buffer");
+            frame.data_mut()[..4].copy_from_slice(&round.to_be_bytes());
+            assert!(frame.push_front(4));
+            assert!(frame.pull_front(4));
+            let copy = frame.try_clone().expect("free buffer");
+            let zeroed = pool.alloc(64).expect("free buffer");
+            held.push(frame);
+            held.push(copy);
+            held.push(zeroed);
+            if held.len() >= 60 {
+                held.clear();
+            }
+        }
+        // Exhaustion is counted, not allocated.
+        let all: [_; 64] = std::array::from_fn(|_| pool.alloc(1));
+        assert!(pool.alloc(1).is_none());
+        drop(all);
+    });
+    assert_eq!(calls, 0, "the steady-state frame path called the allocator");
+    drop(held);
+    assert_eq!(pool.stats().available, 64);
+}
+
+#[test]
+fn memory_port_round_trip_allocates_nothing() {
+    let pool = FramePool::new(PoolConfig::with_frame_count(256)).expect("pool");
+    let info = PortInfo {
+        name: "mem0".into(),
+        mac: [2, 0, 0, 0, 0, 1],
+        max_frame_len: 2048,
+    };
+    let (mut rx, mut tx, mut injector, mut collector) = MemoryPort::new(info, pool, 64).split();
+    let mut burst = Vec::with_capacity(BURST_MAX);
+    let mut collected = Vec::with_capacity(BURST_MAX);
+    let calls = allocator_calls_during(|| {
+        for _ in 0..1_000 {
+            for _ in 0..BURST_MAX {
+                injector.inject(&[0xA5; 64]).expect("room");
+            }
+            assert_eq!(rx.rx_burst(&mut burst, BURST_MAX), BURST_MAX);
+            assert_eq!(tx.tx_burst(&mut burst), BURST_MAX);
+            assert_eq!(collector.collect(&mut collected, BURST_MAX), BURST_MAX);
+            collected.clear();
+        }
+    });
+    assert_eq!(
+        calls, 0,
+        "the steady-state memory port path called the allocator"
+    );
+}
