@@ -453,6 +453,10 @@ struct RxBurstCounts {
 }
 
 impl RxQueue for AfPacketRx {
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.as_fd())
+    }
+
     type Frame = PoolFrame;
 
     fn rx_burst(&mut self, out: &mut Vec<PoolFrame>, max: usize) -> usize {

@@ -520,6 +520,18 @@ impl EgressBuffers {
         self.used[port][queue]
     }
 
+    /// The pool `(port, queue)` draws from.
+    #[must_use]
+    pub fn queue_pool(&self, port: usize, queue: usize) -> usize {
+        self.profiles[port][queue].pool
+    }
+
+    /// Shared cells of `pool` in use by this side's queues.
+    #[must_use]
+    pub fn pool_use(&self, pool: usize) -> u64 {
+        self.pool_use[pool]
+    }
+
     /// Shared cells of `pool` in use by every side.
     #[must_use]
     pub fn pool_use_total(&self, pool: usize) -> u64 {

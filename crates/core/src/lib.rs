@@ -21,6 +21,7 @@ pub mod params;
 pub mod pfc;
 pub mod sched;
 pub mod shared;
+pub mod stats;
 pub mod switch;
 pub mod time;
 pub mod types;

@@ -49,6 +49,12 @@ pub trait RxQueue: Send {
 
     /// Receives up to `max` frames, appending them to `out`; returns how many. Never blocks.
     fn rx_burst(&mut self, out: &mut Vec<Self::Frame>, max: usize) -> usize;
+
+    /// A file descriptor that becomes readable when frames arrive, for runtimes that sleep
+    /// while idle (adaptive polling). `None` for backends that can only be polled (DPDK).
+    fn wait_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
 }
 
 /// The transmit half of a port.

@@ -1,2 +1,414 @@
-//! headroom-runtime: see Cargo.toml for its purpose. Work in progress.
+//! The runtime: runs the sans-IO core on real ports.
+//!
+//! [`start`] opens every port through a [`Backend`], builds the core's ingress and egress sides
+//! for the lcore layout, and spawns one pinned thread per lcore running the poll loop of
+//! [`lcore`]. [`Running`] is the handle the control thread keeps: it reads counters, drains
+//! events into the log, and stops (drain, then join) on request.
 #![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod clock;
+pub mod lcore;
+
+use backend::{Backend, BackendError, StatsReader};
+use clock::MonotonicClock;
+use headroom_core::events::Event;
+use headroom_core::params::{ParamsError, SwitchParams};
+use headroom_core::shared::{Layout, Shared};
+use headroom_core::switch::{build, Parts};
+use headroom_core::types::PortId;
+use headroom_io::pool::PoolStats;
+use lcore::{Lcore, LcoreStats, Polling, TxPort};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One lcore of the layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LcoreSpec {
+    /// CPU to pin to (`None`: no pinning).
+    pub cpu: Option<usize>,
+    /// Ports whose receive side this lcore polls.
+    pub rx_ports: Vec<PortId>,
+    /// Ports whose transmit side this lcore serves.
+    pub tx_ports: Vec<PortId>,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RuntimeSpec {
+    /// The core's parameters. A port MAC of all zeros is replaced by the device's MAC.
+    pub params: SwitchParams,
+    /// The device of each port, in port order.
+    pub devices: Vec<String>,
+    /// The lcores (every port RX-polled by exactly one, TX-served by exactly one).
+    pub lcores: Vec<LcoreSpec>,
+    /// How lcores wait when idle.
+    pub polling: Polling,
+    /// Frames per burst.
+    pub burst: usize,
+    /// How long a stop keeps transmitting what is queued.
+    pub drain_timeout: Duration,
+}
+
+impl RuntimeSpec {
+    /// Every port on one lcore (run to completion), not pinned, adaptive polling.
+    #[must_use]
+    pub fn single_lcore(params: SwitchParams, devices: Vec<String>) -> Self {
+        let ports: Vec<PortId> = (0..params.ports.len())
+            .map(|i| PortId(u16::try_from(i).unwrap_or(u16::MAX)))
+            .collect();
+        Self {
+            params,
+            devices,
+            lcores: vec![LcoreSpec {
+                cpu: None,
+                rx_ports: ports.clone(),
+                tx_ports: ports,
+            }],
+            polling: Polling::default(),
+            burst: headroom_io::BURST_MAX,
+            drain_timeout: Duration::from_millis(200),
+        }
+    }
+
+    fn layout(&self) -> Result<Layout, RuntimeError> {
+        let ports = self.params.ports.len();
+        let mut ingress = vec![usize::MAX; ports];
+        let mut egress = vec![usize::MAX; ports];
+        let (mut ins, mut outs) = (0, 0);
+        for l in &self.lcores {
+            if !l.rx_ports.is_empty() {
+                for p in &l.rx_ports {
+                    let slot = ingress
+                        .get_mut(p.index())
+                        .ok_or_else(|| RuntimeError::Layout(format!("{p} does not exist")))?;
+                    if *slot != usize::MAX {
+                        return Err(RuntimeError::Layout(format!(
+                            "{p} is received by two lcores"
+                        )));
+                    }
+                    *slot = ins;
+                }
+                ins += 1;
+            }
+            if !l.tx_ports.is_empty() {
+                for p in &l.tx_ports {
+                    let slot = egress
+                        .get_mut(p.index())
+                        .ok_or_else(|| RuntimeError::Layout(format!("{p} does not exist")))?;
+                    if *slot != usize::MAX {
+                        return Err(RuntimeError::Layout(format!(
+                            "{p} is transmitted by two lcores"
+                        )));
+                    }
+                    *slot = outs;
+                }
+                outs += 1;
+            }
+        }
+        if let Some(p) = ingress.iter().chain(&egress).position(|s| *s == usize::MAX) {
+            return Err(RuntimeError::Layout(format!(
+                "port {} has no lcore for one direction",
+                p % ports
+            )));
+        }
+        Ok(Layout {
+            ingress_side_of_port: ingress,
+            egress_side_of_port: egress,
+        })
+    }
+}
+
+/// Why the switch could not start.
+#[derive(Debug)]
+pub enum RuntimeError {
+    /// A port could not be opened.
+    Backend(BackendError),
+    /// The parameters were refused by the core.
+    Params(ParamsError),
+    /// The lcore layout is inconsistent.
+    Layout(String),
+    /// A thread could not be spawned.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Backend(e) => e.fmt(f),
+            Self::Params(e) => write!(f, "invalid switch parameters: {e}"),
+            Self::Layout(e) => write!(f, "invalid lcore layout: {e}"),
+            Self::Thread(e) => write!(f, "cannot start an lcore thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// A running switch.
+pub struct Running {
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    lcore_stats: Vec<Arc<LcoreStats>>,
+    port_stats: Vec<StatsReader>,
+    devices: Vec<String>,
+    clock: MonotonicClock,
+}
+
+impl fmt::Debug for Running {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Running")
+            .field("devices", &self.devices)
+            .field("lcores", &self.threads.len())
+            .finish()
+    }
+}
+
+/// Opens the ports and starts the lcores.
+///
+/// # Errors
+/// When a port cannot be opened, the parameters or the layout are refused, or a thread cannot
+/// start. Nothing keeps running then.
+pub fn start<B: Backend>(mut spec: RuntimeSpec, backend: &mut B) -> Result<Running, RuntimeError>
+where
+    B::Rx: Send,
+    B::Tx: Send,
+{
+    if spec.devices.len() != spec.params.ports.len() {
+        return Err(RuntimeError::Layout(format!(
+            "{} devices for {} ports",
+            spec.devices.len(),
+            spec.params.ports.len()
+        )));
+    }
+    let layout = spec.layout()?;
+    let mut rx_queues = Vec::new();
+    let mut tx_queues = Vec::new();
+    let mut port_stats = Vec::new();
+    for (i, device) in spec.devices.iter().enumerate() {
+        let opened = backend.open(device).map_err(RuntimeError::Backend)?;
+        let port = &mut spec.params.ports[i];
+        if port.mac == [0; 6] {
+            port.mac = opened.info.mac;
+        }
+        tracing::info!(port = %port.name, device, mac = %mac(port.mac), speed_bps = port.speed_bps, "port opened");
+        rx_queues.push(Some(opened.rx));
+        tx_queues.push(Some(opened.tx));
+        port_stats.push(opened.stats);
+    }
+    let clock = MonotonicClock::new();
+    let Parts {
+        shared,
+        ingress,
+        egress,
+    } = build::<B::Frame>(spec.params.clone(), layout, clock.now())
+        .map_err(RuntimeError::Params)?;
+    let mut ingress: Vec<Option<_>> = ingress.into_iter().map(Some).collect();
+    let mut egress: Vec<Option<_>> = egress.into_iter().map(Some).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    let mut lcore_stats = Vec::new();
+    let (mut in_side, mut out_side) = (0, 0);
+    for (n, l) in spec.lcores.iter().enumerate() {
+        let stats = Arc::new(LcoreStats::default());
+        let lcore: Lcore<B::Frame, B::Rx, B::Tx> = Lcore {
+            name: format!("lcore{n}"),
+            cpu: l.cpu,
+            ingress: if l.rx_ports.is_empty() {
+                None
+            } else {
+                in_side += 1;
+                ingress[in_side - 1].take()
+            },
+            egress: if l.tx_ports.is_empty() {
+                None
+            } else {
+                out_side += 1;
+                egress[out_side - 1].take()
+            },
+            rx: l
+                .rx_ports
+                .iter()
+                .filter_map(|p| rx_queues[p.index()].take().map(|q| (*p, q)))
+                .collect(),
+            tx: l
+                .tx_ports
+                .iter()
+                .filter_map(|p| {
+                    tx_queues[p.index()].take().map(|queue| TxPort {
+                        id: *p,
+                        queue,
+                        pending: Vec::with_capacity(spec.burst),
+                    })
+                })
+                .collect(),
+            polling: spec.polling,
+            burst: spec.burst,
+            drain_timeout: spec.drain_timeout,
+            stats: Arc::clone(&stats),
+        };
+        let lcore_stop = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name(format!("headroom-lcore{n}"))
+            .spawn(move || lcore.run(&lcore_stop, clock))
+            .map_err(RuntimeError::Thread);
+        match handle {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                for t in threads {
+                    let _ = t.join();
+                }
+                return Err(e);
+            }
+        }
+        lcore_stats.push(stats);
+    }
+    Ok(Running {
+        shared,
+        stop,
+        threads,
+        lcore_stats,
+        port_stats,
+        devices: spec.devices,
+        clock,
+    })
+}
+
+fn mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+impl Running {
+    /// State shared with the lcores: counters, parameters, boards.
+    #[must_use]
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The runtime clock (the same the lcores read).
+    #[must_use]
+    pub fn clock(&self) -> MonotonicClock {
+        self.clock
+    }
+
+    /// The lcores' loop counters.
+    #[must_use]
+    pub fn lcore_stats(&self) -> &[Arc<LcoreStats>] {
+        &self.lcore_stats
+    }
+
+    /// Backend counters of port `i`.
+    #[must_use]
+    pub fn backend_stats(&self, port: PortId) -> headroom_io::BackendStats {
+        (self.port_stats[port.index()])()
+    }
+
+    /// Takes every pending dataplane event.
+    pub fn drain_events(&self) -> Vec<Event> {
+        let mut out = Vec::new();
+        for log in self
+            .shared
+            .ingress_events
+            .iter()
+            .chain(&self.shared.egress_events)
+        {
+            while let Some(e) = log.pop() {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    /// Logs every pending event through `tracing`, with SONiC's wording for the watchdog.
+    pub fn log_events(&self) {
+        for e in self.drain_events() {
+            log_event(&self.shared, &e);
+        }
+    }
+
+    /// Whether every lcore thread is still running.
+    #[must_use]
+    pub fn is_healthy(&self) -> bool {
+        self.threads.iter().all(|t| !t.is_finished())
+    }
+
+    /// Stops polling, drains what is queued (bounded by the drain timeout), joins the lcores.
+    /// Returns the shared state for final counters.
+    pub fn stop(self) -> Arc<Shared> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            if t.join().is_err() {
+                tracing::error!("an lcore thread panicked");
+            }
+        }
+        for log in self
+            .shared
+            .ingress_events
+            .iter()
+            .chain(&self.shared.egress_events)
+        {
+            while let Some(e) = log.pop() {
+                log_event(&self.shared, &e);
+            }
+        }
+        self.shared
+    }
+}
+
+/// Logs one event. Watchdog lines use SONiC's wording (`sonic-buffer-model.md` §4.5), which
+/// operators and test suites match on.
+pub fn log_event(shared: &Shared, event: &Event) {
+    let name = |p: PortId| {
+        shared
+            .params
+            .ports
+            .get(p.index())
+            .map_or_else(|| p.to_string(), |x| x.name.clone())
+    };
+    match *event {
+        Event::StormDetected {
+            port,
+            queue,
+            action,
+            at,
+        } => tracing::warn!(
+            port = %name(port), queue = queue.get(), ?action, at_ns = at.as_nanos(),
+            "PFC Watchdog detected PFC storm on port {}, queue index {}, action {:?}.",
+            name(port), queue.get(), action
+        ),
+        Event::StormRestored { port, queue, at } => tracing::warn!(
+            port = %name(port), queue = queue.get(), at_ns = at.as_nanos(),
+            "PFC Watchdog storm restored on port {}, queue index {}.",
+            name(port), queue.get()
+        ),
+        Event::PfcRateHigh {
+            port,
+            priority,
+            frames_per_second,
+            at,
+        } => tracing::warn!(
+            port = %name(port), priority = priority.get(), frames_per_second, at_ns = at.as_nanos(),
+            "PFC storm rate alarm on port {}, priority {}: {} PFC frames/s.",
+            name(port), priority.get(), frames_per_second
+        ),
+        Event::PfcRateNormal { port, priority, at } => tracing::info!(
+            port = %name(port), priority = priority.get(), at_ns = at.as_nanos(),
+            "PFC storm rate back to normal on port {}, priority {}.",
+            name(port), priority.get()
+        ),
+    }
+}
+
+/// Checks, after a stop, that every frame buffer is back in the pool.
+#[must_use]
+pub fn pool_is_full(stats: Option<PoolStats>) -> bool {
+    stats.is_none_or(|s| s.available == s.capacity)
+}

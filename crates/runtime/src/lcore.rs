@@ -1,0 +1,254 @@
+//! One lcore: a thread pinned to a CPU that polls its ports in bursts (DPDK l2fwd's loop).
+//!
+//! Per iteration, with the clock read once: receive a burst on each RX port and hand it to the
+//! ingress side; let both sides do time-driven work; for each TX port, retry what the device
+//! refused last time, then pull a burst (PFC first) from the egress side and transmit it. When
+//! polling is adaptive and nothing happened for a while, sleep until a port becomes readable or
+//! the core's next deadline, whichever comes first.
+
+use crate::clock::MonotonicClock;
+use headroom_core::egress::Egress;
+use headroom_core::frame::Frame;
+use headroom_core::ingress::Ingress;
+use headroom_core::time::Instant;
+use headroom_core::types::{PortId, PRIORITY_COUNT};
+use headroom_io::{RxQueue, TxQueue};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How an lcore waits when it has nothing to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Polling {
+    /// Never sleep (pure poll mode, for dedicated cores).
+    Busy,
+    /// After `idle_polls` empty iterations, sleep until a port is readable or the core's next
+    /// deadline, for at most `max_sleep`. On a small machine a busy-polling lcore that shares a
+    /// core with the kernel's veth/AF_PACKET work starves it; this gives the CPU back.
+    Adaptive {
+        /// Empty iterations before sleeping.
+        idle_polls: u32,
+        /// Longest sleep.
+        max_sleep: Duration,
+    },
+}
+
+impl Default for Polling {
+    fn default() -> Self {
+        Self::Adaptive {
+            idle_polls: 64,
+            max_sleep: Duration::from_micros(200),
+        }
+    }
+}
+
+/// Counters of an lcore's loop (written by the lcore, read by the control thread).
+#[derive(Debug, Default)]
+pub struct LcoreStats {
+    /// Loop iterations.
+    pub iterations: AtomicU64,
+    /// Iterations that received or sent nothing.
+    pub idle_iterations: AtomicU64,
+    /// Times the lcore went to sleep.
+    pub sleeps: AtomicU64,
+    /// Frames received.
+    pub rx_frames: AtomicU64,
+    /// Frames handed to devices.
+    pub tx_frames: AtomicU64,
+    /// Frames the devices refused and that were dropped (after the drain deadline).
+    pub tx_dropped: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    // One writer (this lcore): load + store, no locked instruction.
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// A transmit port of an lcore with the frames the device has not taken yet.
+#[derive(Debug)]
+pub(crate) struct TxPort<F, T> {
+    pub(crate) id: PortId,
+    pub(crate) queue: T,
+    pub(crate) pending: Vec<F>,
+}
+
+/// Everything one lcore thread owns.
+#[derive(Debug)]
+pub(crate) struct Lcore<F: Frame, R, T> {
+    pub(crate) name: String,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) ingress: Option<Ingress<F>>,
+    pub(crate) egress: Option<Egress<F>>,
+    pub(crate) rx: Vec<(PortId, R)>,
+    pub(crate) tx: Vec<TxPort<F, T>>,
+    pub(crate) polling: Polling,
+    pub(crate) burst: usize,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) stats: Arc<LcoreStats>,
+}
+
+impl<F, R, T> Lcore<F, R, T>
+where
+    F: Frame,
+    R: RxQueue<Frame = F>,
+    T: TxQueue<Frame = F>,
+{
+    /// Runs until `stop`, then drains (see [`Lcore::drain`]).
+    pub(crate) fn run(mut self, stop: &AtomicBool, clock: MonotonicClock) {
+        if let Some(cpu) = self.cpu {
+            if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+                tracing::warn!(lcore = %self.name, cpu, "could not pin the lcore to its CPU");
+            }
+        }
+        tracing::debug!(lcore = %self.name, cpu = ?self.cpu, rx = self.rx.len(), tx = self.tx.len(), "lcore started");
+        let mut burst: Vec<F> = Vec::with_capacity(self.burst);
+        let mut idle: u32 = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let now = clock.now();
+            let work = self.iterate(now, &mut burst, true);
+            bump(&self.stats.iterations, 1);
+            if work > 0 {
+                idle = 0;
+                continue;
+            }
+            bump(&self.stats.idle_iterations, 1);
+            idle = idle.saturating_add(1);
+            if let Polling::Adaptive {
+                idle_polls,
+                max_sleep,
+            } = self.polling
+            {
+                if idle >= idle_polls {
+                    self.sleep(now, max_sleep, &clock);
+                }
+            }
+        }
+        self.drain(&mut burst, &clock);
+        tracing::debug!(lcore = %self.name, "lcore stopped");
+    }
+
+    /// One loop iteration; returns how many frames moved.
+    fn iterate(&mut self, now: Instant, burst: &mut Vec<F>, receive: bool) -> usize {
+        let mut work = 0;
+        if receive {
+            if let Some(ingress) = self.ingress.as_mut() {
+                for (port, rx) in &mut self.rx {
+                    let n = rx.rx_burst(burst, self.burst);
+                    if n > 0 {
+                        work += n;
+                        bump(&self.stats.rx_frames, n as u64);
+                        ingress.handle_rx_burst(now, *port, burst);
+                    }
+                    // Whatever the ingress side left (nothing, by contract) is dropped here.
+                    burst.clear();
+                }
+            }
+        }
+        if let Some(ingress) = self.ingress.as_mut() {
+            ingress.handle_timeout(now);
+        }
+        if let Some(egress) = self.egress.as_mut() {
+            egress.handle_timeout(now);
+            for port in &mut self.tx {
+                if !port.pending.is_empty() {
+                    let sent = port.queue.tx_burst(&mut port.pending);
+                    port.queue.flush();
+                    work += sent;
+                    bump(&self.stats.tx_frames, sent as u64);
+                    if !port.pending.is_empty() {
+                        // The device is full: leave the frames in the core's queues for now.
+                        continue;
+                    }
+                }
+                let queue = &mut port.queue;
+                let n =
+                    egress.poll_tx_burst(now, port.id, &mut port.pending, self.burst, &mut |len| {
+                        queue.alloc_frame(len)
+                    });
+                if n > 0 {
+                    let sent = port.queue.tx_burst(&mut port.pending);
+                    port.queue.flush();
+                    work += n;
+                    bump(&self.stats.tx_frames, sent as u64);
+                }
+            }
+        }
+        work
+    }
+
+    /// Sleeps until a port is readable, the core's next deadline, or `max_sleep`.
+    fn sleep(&self, now: Instant, max_sleep: Duration, clock: &MonotonicClock) {
+        let mut timeout = max_sleep;
+        if let Some(egress) = &self.egress {
+            if let Some(deadline) = egress.poll_timeout(now) {
+                timeout = timeout.min(deadline - now);
+            }
+        }
+        if self.tx.iter().any(|p| !p.pending.is_empty()) {
+            timeout = timeout.min(Duration::from_micros(20));
+        }
+        if timeout.is_zero() {
+            return;
+        }
+        bump(&self.stats.sleeps, 1);
+        let fds: Vec<_> = self.rx.iter().filter_map(|(_, rx)| rx.wait_fd()).collect();
+        if fds.len() == self.rx.len() && !fds.is_empty() && self.egress.is_none() {
+            // Only receive work: sleep on the sockets.
+            wait_readable(&fds, timeout);
+        } else if !fds.is_empty() && fds.len() == self.rx.len() {
+            // Frames from other lcores arrive without a wakeup; cap the sleep.
+            wait_readable(&fds, timeout.min(Duration::from_micros(200)));
+        } else {
+            std::thread::sleep(timeout.min(Duration::from_micros(50)));
+        }
+        let _ = clock;
+    }
+
+    /// Stops receiving and sends what is queued until every queue is empty or
+    /// `drain_timeout` passes (a queue paused by PFC may never drain); what is left is dropped
+    /// with the core's buffers when the lcore ends.
+    fn drain(&mut self, burst: &mut Vec<F>, clock: &MonotonicClock) {
+        let deadline = clock.now() + self.drain_timeout;
+        loop {
+            let now = clock.now();
+            self.iterate(now, burst, false);
+            let queued: usize = match &self.egress {
+                Some(e) => self
+                    .tx
+                    .iter()
+                    .map(|p| {
+                        (0..PRIORITY_COUNT)
+                            .map(|q| e.queue_len(p.id, q))
+                            .sum::<usize>()
+                    })
+                    .sum(),
+                None => 0,
+            };
+            let pending: usize = self.tx.iter().map(|p| p.pending.len()).sum();
+            if queued + pending == 0 || now >= deadline {
+                if pending > 0 {
+                    bump(&self.stats.tx_dropped, pending as u64);
+                }
+                if queued > 0 {
+                    tracing::warn!(lcore = %self.name, queued, "frames still queued at the drain deadline are dropped");
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+}
+
+fn wait_readable(fds: &[std::os::fd::BorrowedFd<'_>], timeout: Duration) {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut pollfds: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(fd, PollFlags::IN))
+        .collect();
+    let ts = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    // An interrupted or failed poll only shortens the sleep.
+    let _ = poll(&mut pollfds, Some(&ts));
+}
