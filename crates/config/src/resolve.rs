@@ -1720,15 +1720,24 @@ impl Resolver<'_, '_> {
         let raw = raw.unwrap_or(&empty);
         let defaults = defaults.unwrap_or(&empty);
         let own = join_key(&port_path(name), "pfcwd");
-        let key = |field: &str, own_present: bool| {
-            if own_present {
-                join_key(&own, field)
-            } else {
+        // Blame the port's own key, else [port_defaults.pfcwd]'s, else the port's (not written).
+        let key = |field: &str, own_present: bool, default_present: bool| {
+            if !own_present && default_present {
                 join_key("port_defaults.pfcwd", field)
+            } else {
+                join_key(&own, field)
             }
         };
-        let detection_path = key("detection_time", raw.detection_time.is_some());
-        let restoration_path = key("restoration_time", raw.restoration_time.is_some());
+        let detection_path = key(
+            "detection_time",
+            raw.detection_time.is_some(),
+            defaults.detection_time.is_some(),
+        );
+        let restoration_path = key(
+            "restoration_time",
+            raw.restoration_time.is_some(),
+            defaults.restoration_time.is_some(),
+        );
         let detection_time_ms = to_u32(self.ranged(
             raw.detection_time.or(defaults.detection_time),
             &detection_path,
@@ -1959,20 +1968,24 @@ impl Resolver<'_, '_> {
                 if !profile.headroom_computed
                     && profile.xoff_bytes < port.computed_headroom.xoff_bytes
                 {
-                    short
+                    let names = short
                         .entry((profile.name.clone(), port.computed_headroom.xoff_bytes))
-                        .or_default()
-                        .push(&port.name);
+                        .or_default();
+                    if names.last() != Some(&port.name.as_str()) {
+                        names.push(&port.name);
+                    }
                 }
                 let Some(pool) = final_pools.get(profile.pool_index) else { continue };
                 let xoff_point = profile.size_bytes.saturating_add(
                     profile.threshold.single_congested_limit_bytes(pool.shared_bytes),
                 );
                 if profile.xon_bytes > xoff_point {
-                    xon_high
+                    let names = xon_high
                         .entry((profile.name.clone(), xoff_point))
-                        .or_default()
-                        .push(&port.name);
+                        .or_default();
+                    if names.last() != Some(&port.name.as_str()) {
+                        names.push(&port.name);
+                    }
                 }
             }
             self.ecn_checks(port, &final_pools);
