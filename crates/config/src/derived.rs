@@ -285,7 +285,8 @@ impl fmt::Display for Derived {
                 ("Drop point", true),
             ]);
             for pg in &port.priority_groups {
-                let optional = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| self.amount(v));
+                let optional =
+                    |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| self.amount(v));
                 table.rows.push(vec![
                     pg.pg.to_string(),
                     pg.profile.clone(),

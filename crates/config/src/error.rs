@@ -97,11 +97,15 @@ impl SpanIndex {
 
     fn record(&mut self, path: &str, key: Option<Range<usize>>, value: Option<Range<usize>>) {
         if let Some(span) = key {
-            self.keys.entry(path.to_owned()).or_insert_with(|| span.clone());
+            self.keys
+                .entry(path.to_owned())
+                .or_insert_with(|| span.clone());
             self.all.push((path.to_owned(), span));
         }
         if let Some(span) = value {
-            self.values.entry(path.to_owned()).or_insert_with(|| span.clone());
+            self.values
+                .entry(path.to_owned())
+                .or_insert_with(|| span.clone());
             self.all.push((path.to_owned(), span));
         }
     }

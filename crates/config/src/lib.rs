@@ -28,7 +28,7 @@ pub use headroom::{
 };
 pub use model::{
     BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, LogFormat,
-    LogLevel, PfcWdAction, PfcWdGlobal, PoolDirection, Polling, Port, PortPfcWd, PriorityBits,
+    LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits,
     PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind, Switch, Threshold,
     ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };

@@ -246,7 +246,10 @@ impl PriorityBits {
     /// SONiC's text form: `"3,4"`.
     #[must_use]
     pub fn to_sonic_string(self) -> String {
-        self.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        self.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -375,7 +378,10 @@ impl EcnMode {
     /// Whether green packets (all of headroom's packets) are marked.
     #[must_use]
     pub const fn marks_green(self) -> bool {
-        matches!(self, Self::Green | Self::GreenYellow | Self::GreenRed | Self::All)
+        matches!(
+            self,
+            Self::Green | Self::GreenYellow | Self::GreenRed | Self::All
+        )
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{join_key, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
-    LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, PoolDirection, Polling, Port, PortPfcWd,
+    LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd,
     PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind, Switch,
     Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
@@ -23,8 +23,8 @@ use crate::schema::{
     RawTrust, RawVlanMode, RawWred,
 };
 use crate::values::{
-    check_linux_ifname, in_range, mac_add, parse_cable_length_m, parse_index_range,
-    parse_int_list, parse_speed_mbps, parse_unicast_mac,
+    check_linux_ifname, in_range, mac_add, parse_cable_length_m, parse_index_range, parse_int_list,
+    parse_speed_mbps, parse_unicast_mac,
 };
 
 /// Inputs of resolution that do not come from the file.
@@ -513,15 +513,15 @@ impl Resolver<'_, '_> {
     }
 
     fn wred_profile(&mut self, name: &str, raw: &RawWred, path: &str) -> WredProfile {
-        let ecn = match raw.ecn.unwrap_or(RawEcn::EcnNone) {
-            RawEcn::EcnNone => EcnMode::None,
-            RawEcn::EcnGreen => EcnMode::Green,
-            RawEcn::EcnYellow => EcnMode::Yellow,
-            RawEcn::EcnRed => EcnMode::Red,
-            RawEcn::EcnGreenYellow => EcnMode::GreenYellow,
-            RawEcn::EcnGreenRed => EcnMode::GreenRed,
-            RawEcn::EcnYellowRed => EcnMode::YellowRed,
-            RawEcn::EcnAll => EcnMode::All,
+        let ecn = match raw.ecn.unwrap_or(RawEcn::None) {
+            RawEcn::None => EcnMode::None,
+            RawEcn::Green => EcnMode::Green,
+            RawEcn::Yellow => EcnMode::Yellow,
+            RawEcn::Red => EcnMode::Red,
+            RawEcn::GreenYellow => EcnMode::GreenYellow,
+            RawEcn::GreenRed => EcnMode::GreenRed,
+            RawEcn::YellowRed => EcnMode::YellowRed,
+            RawEcn::All => EcnMode::All,
         };
         let green = self.wred_color(
             path,
@@ -572,7 +572,8 @@ impl Resolver<'_, '_> {
     ) -> WredColor {
         let wred_enable = enable.unwrap_or(false);
         let probability_path = join_key(path, &format!("{color}_drop_probability"));
-        let drop_probability_percent = to_u8(self.ranged(probability, &probability_path, 0, 100, 100));
+        let drop_probability_percent =
+            to_u8(self.ranged(probability, &probability_path, 0, 100, 100));
         let min_path = join_key(path, &format!("{color}_min_threshold"));
         let max_path = join_key(path, &format!("{color}_max_threshold"));
         if wred_enable || marked {
@@ -936,8 +937,13 @@ impl Resolver<'_, '_> {
                     if computed {
                         Some(default_threshold(pool.mode, calc))
                     } else {
-                        self.d
-                            .error(&path, format!("missing {mode_name}_th (pool {:?} is {mode_name})", pool.name));
+                        self.d.error(
+                            &path,
+                            format!(
+                                "missing {mode_name}_th (pool {:?} is {mode_name})",
+                                pool.name
+                            ),
+                        );
                         None
                     }
                 }
@@ -946,7 +952,11 @@ impl Resolver<'_, '_> {
             let xoff_bytes = raw.xoff.unwrap_or(0);
             let xon_offset_bytes = raw.xon_offset.unwrap_or(0);
             if pool.direction == PoolDirection::Egress {
-                for (field, value) in [("xon", xon_bytes), ("xoff", xoff_bytes), ("xon_offset", xon_offset_bytes)] {
+                for (field, value) in [
+                    ("xon", xon_bytes),
+                    ("xoff", xoff_bytes),
+                    ("xon_offset", xon_offset_bytes),
+                ] {
                     if value > 0 {
                         self.d.error(
                             &join_key(&path, field),
@@ -1131,7 +1141,9 @@ impl Resolver<'_, '_> {
         let path = port_path(name);
         if name.is_empty()
             || name.len() > 64
-            || name.chars().any(|c| c.is_whitespace() || c.is_control() || c == ',' || c == '|')
+            || name
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == ',' || c == '|')
         {
             self.d.error_at_key(
                 &path,
@@ -1142,7 +1154,8 @@ impl Resolver<'_, '_> {
         // Device.
         let device = match &raw.device {
             None => {
-                self.d.error(&path, "missing device (Linux interface or DPDK device)");
+                self.d
+                    .error(&path, "missing device (Linux interface or DPDK device)");
                 String::new()
             }
             Some(device) => {
@@ -1169,7 +1182,10 @@ impl Resolver<'_, '_> {
         let (speed, speed_path) = port_field(raw, defaults, name, "speed", |p| p.speed.as_ref());
         let speed_mbps = match speed {
             None => {
-                self.d.error(&path, "missing speed (Mb/s like 100000, or \"100G\", \"1G\")");
+                self.d.error(
+                    &path,
+                    "missing speed (Mb/s like 100000, or \"100G\", \"1G\")",
+                );
                 1000
             }
             Some(speed) => parse_speed_mbps(speed).unwrap_or_else(|reason| {
@@ -1177,8 +1193,9 @@ impl Resolver<'_, '_> {
                 1000
             }),
         };
-        let (cable, cable_path) =
-            port_field(raw, defaults, name, "cable_length", |p| p.cable_length.as_ref());
+        let (cable, cable_path) = port_field(raw, defaults, name, "cable_length", |p| {
+            p.cable_length.as_ref()
+        });
         let cable_length_m = cable.map_or(def::DEFAULT_CABLE_LENGTH_M, |cable| {
             parse_cable_length_m(cable).unwrap_or_else(|reason| {
                 self.d.error(&cable_path, reason);
@@ -1202,18 +1219,54 @@ impl Resolver<'_, '_> {
             RawTrust::Dot1p => Trust::Dot1p,
         };
         let (default_priority, default_priority_path) =
-            port_field(raw, defaults, name, "default_priority", |p| p.default_priority.as_ref());
+            port_field(raw, defaults, name, "default_priority", |p| {
+                p.default_priority.as_ref()
+            });
         let default_priority =
             to_u8(self.ranged(default_priority.copied(), &default_priority_path, 0, 7, 0));
 
         // Maps.
         let map_names: [(&'static str, Option<&String>, String); 6] = [
-            ("dscp_to_tc_map", raw.dscp_to_tc_map.as_ref().or(defaults.dscp_to_tc_map.as_ref()), String::new()),
-            ("dot1p_to_tc_map", raw.dot1p_to_tc_map.as_ref().or(defaults.dot1p_to_tc_map.as_ref()), String::new()),
-            ("tc_to_pg_map", raw.tc_to_pg_map.as_ref().or(defaults.tc_to_pg_map.as_ref()), String::new()),
-            ("tc_to_queue_map", raw.tc_to_queue_map.as_ref().or(defaults.tc_to_queue_map.as_ref()), String::new()),
-            ("pfc_to_queue_map", raw.pfc_to_queue_map.as_ref().or(defaults.pfc_to_queue_map.as_ref()), String::new()),
-            ("pfc_to_pg_map", raw.pfc_to_pg_map.as_ref().or(defaults.pfc_to_pg_map.as_ref()), String::new()),
+            (
+                "dscp_to_tc_map",
+                raw.dscp_to_tc_map
+                    .as_ref()
+                    .or(defaults.dscp_to_tc_map.as_ref()),
+                String::new(),
+            ),
+            (
+                "dot1p_to_tc_map",
+                raw.dot1p_to_tc_map
+                    .as_ref()
+                    .or(defaults.dot1p_to_tc_map.as_ref()),
+                String::new(),
+            ),
+            (
+                "tc_to_pg_map",
+                raw.tc_to_pg_map.as_ref().or(defaults.tc_to_pg_map.as_ref()),
+                String::new(),
+            ),
+            (
+                "tc_to_queue_map",
+                raw.tc_to_queue_map
+                    .as_ref()
+                    .or(defaults.tc_to_queue_map.as_ref()),
+                String::new(),
+            ),
+            (
+                "pfc_to_queue_map",
+                raw.pfc_to_queue_map
+                    .as_ref()
+                    .or(defaults.pfc_to_queue_map.as_ref()),
+                String::new(),
+            ),
+            (
+                "pfc_to_pg_map",
+                raw.pfc_to_pg_map
+                    .as_ref()
+                    .or(defaults.pfc_to_pg_map.as_ref()),
+                String::new(),
+            ),
         ];
         let map_tables = [
             &cx.maps.dscp_to_tc,
@@ -1252,11 +1305,13 @@ impl Resolver<'_, '_> {
         copy_into(&mut maps.pfc_to_pg, &resolved_maps[5]);
 
         // PFC.
-        let (pfc_list, pfc_path) = port_field(raw, defaults, name, "pfc_enable", |p| p.pfc_enable.as_ref());
+        let (pfc_list, pfc_path) =
+            port_field(raw, defaults, name, "pfc_enable", |p| p.pfc_enable.as_ref());
         let pfc_values = self.priority_list(pfc_list, &pfc_path, &def::DEFAULT_PFC_ENABLE);
         let pfc_enable = sorted_bits(&pfc_values);
-        let (wd_list, wd_path) =
-            port_field(raw, defaults, name, "pfcwd_enable", |p| p.pfcwd_enable.as_ref());
+        let (wd_list, wd_path) = port_field(raw, defaults, name, "pfcwd_enable", |p| {
+            p.pfcwd_enable.as_ref()
+        });
         let pfcwd_enable = match wd_list {
             None => pfc_enable,
             Some(_) => {
@@ -1277,8 +1332,11 @@ impl Resolver<'_, '_> {
                 PriorityBits(bits.0 & pfc_enable.0)
             }
         };
-        let (pause, _) = port_field(raw, defaults, name, "pause_802_3x", |p| p.pause_802_3x.as_ref());
-        let (quanta, quanta_path) = port_field(raw, defaults, name, "pfc_quanta", |p| p.pfc_quanta.as_ref());
+        let (pause, _) = port_field(raw, defaults, name, "pause_802_3x", |p| {
+            p.pause_802_3x.as_ref()
+        });
+        let (quanta, quanta_path) =
+            port_field(raw, defaults, name, "pfc_quanta", |p| p.pfc_quanta.as_ref());
         let pfc_quanta = to_u16(self.ranged(
             quanta.copied(),
             &quanta_path,
@@ -1288,8 +1346,9 @@ impl Resolver<'_, '_> {
         ));
         // One quantum = 512 bit times (IEEE 802.1Qbb 36.1.3.1 / 802.3 31B.2): ns = q*512*1000/Mb/s.
         let pause_duration_ns = u64::from(pfc_quanta) * 512 * 1000 / speed_mbps.max(1);
-        let (refresh, refresh_path) =
-            port_field(raw, defaults, name, "pfc_refresh_us", |p| p.pfc_refresh_us.as_ref());
+        let (refresh, refresh_path) = port_field(raw, defaults, name, "pfc_refresh_us", |p| {
+            p.pfc_refresh_us.as_ref()
+        });
         let pfc_refresh_ns = match refresh {
             None => (pause_duration_ns / 2).max(1),
             Some(&us) => {
@@ -1313,7 +1372,9 @@ impl Resolver<'_, '_> {
         let vlan = self.vlan(raw, defaults, name);
 
         // Shaper.
-        let (shaper, shaper_path) = port_field(raw, defaults, name, "shaper_rate", |p| p.shaper_rate.as_ref());
+        let (shaper, shaper_path) = port_field(raw, defaults, name, "shaper_rate", |p| {
+            p.shaper_rate.as_ref()
+        });
         let shaper_mbps = shaper.map_or(speed_mbps, |rate| {
             parse_speed_mbps(rate).unwrap_or_else(|reason| {
                 self.d.error(&shaper_path, reason);
@@ -1370,13 +1431,21 @@ impl Resolver<'_, '_> {
             ("port_defaults".to_owned(), defaults.buffer_pg.as_ref()),
             (path.clone(), raw.buffer_pg.as_ref()),
         ] {
-            self.apply_bindings(&mut pg_bindings, table, &join_key(&table_owner, "buffer_pg"));
+            self.apply_bindings(
+                &mut pg_bindings,
+                table,
+                &join_key(&table_owner, "buffer_pg"),
+            );
         }
         for (table_owner, table) in [
             ("port_defaults".to_owned(), defaults.buffer_queue.as_ref()),
             (path.clone(), raw.buffer_queue.as_ref()),
         ] {
-            self.apply_bindings(&mut queue_bindings, table, &join_key(&table_owner, "buffer_queue"));
+            self.apply_bindings(
+                &mut queue_bindings,
+                table,
+                &join_key(&table_owner, "buffer_queue"),
+            );
         }
 
         let lossless_name = lossless_profile_name(speed_mbps, cable_length_m, mtu_bytes);
@@ -1457,6 +1526,23 @@ impl Resolver<'_, '_> {
             });
         }
 
+        // A PG with headroom that generates PFC for no priority only drops, later than a lossy PG.
+        for (pg, group) in priority_groups.iter().enumerate() {
+            let generates_pfc = pfc_enable
+                .iter()
+                .any(|p| usize::from(maps.pfc_to_pg[usize::from(p)]) == pg);
+            if group.is_lossless() && !generates_pfc {
+                self.d.warning(
+                    &pg_bindings[pg].path,
+                    format!(
+                        "PG {pg} has headroom (profile {:?}, xoff {}) but no PFC-enabled priority \
+                         maps to it through pfc_to_pg_map {:?}: it never pauses the peer",
+                        group.profile.name, group.profile.xoff_bytes, maps.names[5]
+                    ),
+                );
+            }
+        }
+
         let priority_groups: [PriorityGroup; PRIORITY_COUNT] = priority_groups.try_into().ok()?;
         let queues: [Queue; PRIORITY_COUNT] = queues.try_into().ok()?;
         let port = Port {
@@ -1535,7 +1621,9 @@ impl Resolver<'_, '_> {
                         if seen[index] {
                             self.d.error_at_key(
                                 &entry_path,
-                                format!("queue {index} is already set by another key of this table"),
+                                format!(
+                                    "queue {index} is already set by another key of this table"
+                                ),
                             );
                             break;
                         }
@@ -1649,17 +1737,29 @@ impl Resolver<'_, '_> {
     }
 
     fn vlan(&mut self, raw: &RawPort, defaults: &RawPort, name: &str) -> Vlan {
-        let (mode, mode_path) = port_field(raw, defaults, name, "vlan_mode", |p| p.vlan_mode.as_ref());
-        let (access, access_path) = port_field(raw, defaults, name, "access_vlan", |p| p.access_vlan.as_ref());
-        let (trunk, trunk_path) = port_field(raw, defaults, name, "trunk_vlans", |p| p.trunk_vlans.as_ref());
-        let (native, native_path) = port_field(raw, defaults, name, "native_vlan", |p| p.native_vlan.as_ref());
+        let (mode, mode_path) =
+            port_field(raw, defaults, name, "vlan_mode", |p| p.vlan_mode.as_ref());
+        let (access, access_path) = port_field(raw, defaults, name, "access_vlan", |p| {
+            p.access_vlan.as_ref()
+        });
+        let (trunk, trunk_path) = port_field(raw, defaults, name, "trunk_vlans", |p| {
+            p.trunk_vlans.as_ref()
+        });
+        let (native, native_path) = port_field(raw, defaults, name, "native_vlan", |p| {
+            p.native_vlan.as_ref()
+        });
         match mode.copied().unwrap_or(RawVlanMode::Access) {
             RawVlanMode::Access => {
-                for (present, key) in [(trunk.is_some(), &trunk_path), (native.is_some(), &native_path)] {
+                for (present, key) in [
+                    (trunk.is_some(), &trunk_path),
+                    (native.is_some(), &native_path),
+                ] {
                     if present {
                         self.d.error_at_key(
                             key,
-                            format!("only for vlan_mode = \"trunk\" (this port is access, {mode_path})"),
+                            format!(
+                                "only for vlan_mode = \"trunk\" (this port is access, {mode_path})"
+                            ),
                         );
                     }
                 }
@@ -1681,20 +1781,24 @@ impl Resolver<'_, '_> {
                 }
                 let mut allowed: Vec<u16> = match trunk {
                     None => {
-                        self.d.error(&trunk_path, "missing: a trunk port needs trunk_vlans");
+                        self.d
+                            .error(&trunk_path, "missing: a trunk port needs trunk_vlans");
                         Vec::new()
                     }
                     Some(list) => match parse_int_list(list, 1, 4094) {
                         Ok(values) => values.into_iter().map(to_u16).collect(),
                         Err((reason, element)) => {
-                            let key = element.map_or_else(|| trunk_path.clone(), |i| format!("{trunk_path}[{i}]"));
+                            let key = element.map_or_else(
+                                || trunk_path.clone(),
+                                |i| format!("{trunk_path}[{i}]"),
+                            );
                             self.d.error(&key, reason);
                             Vec::new()
                         }
                     },
                 };
-                let native_vlan_id = native
-                    .map(|&v| to_u16(self.ranged(Some(v), &native_path, 1, 4094, 1)));
+                let native_vlan_id =
+                    native.map(|&v| to_u16(self.ranged(Some(v), &native_path, 1, 4094, 1)));
                 if let Some(native) = native_vlan_id {
                     if !allowed.contains(&native) {
                         allowed.push(native);
@@ -1769,7 +1873,11 @@ impl Resolver<'_, '_> {
         }
         PortPfcWd {
             enabled: raw.enabled.or(defaults.enabled).unwrap_or(true),
-            action: match raw.action.or(defaults.action).unwrap_or(RawPfcWdAction::Drop) {
+            action: match raw
+                .action
+                .or(defaults.action)
+                .unwrap_or(RawPfcWdAction::Drop)
+            {
                 RawPfcWdAction::Drop => PfcWdAction::Drop,
                 RawPfcWdAction::Forward => PfcWdAction::Forward,
                 RawPfcWdAction::Alert => PfcWdAction::Alert,
@@ -1783,7 +1891,8 @@ impl Resolver<'_, '_> {
     /// received PFC frame must pause the queue that carries that priority.
     fn pfc_mapping_checks(&mut self, port: &Port, pfc_path: &str) {
         let maps = &port.maps;
-        let [_, _, tc_to_pg_name, tc_to_queue_name, pfc_to_queue_name, pfc_to_pg_name] = &maps.names;
+        let [_, _, tc_to_pg_name, tc_to_queue_name, pfc_to_queue_name, pfc_to_pg_name] =
+            &maps.names;
         let mut lossless_tcs = [false; PRIORITY_COUNT];
         for p in port.pfc_enable.iter() {
             let tc = port.tc_of_priority(p);
@@ -1860,7 +1969,9 @@ impl Resolver<'_, '_> {
     fn unique_devices(&mut self) {
         let mut seen: HashMap<&str, &str> = HashMap::new();
         for (name, port) in &self.raw.port {
-            let Some(device) = port.device.as_deref() else { continue };
+            let Some(device) = port.device.as_deref() else {
+                continue;
+            };
             if let Some(first) = seen.get(device) {
                 let message = format!("device {device:?} is already used by port {first}");
                 self.d.error(&join_key(&port_path(name), "device"), message);
@@ -1906,7 +2017,11 @@ impl Resolver<'_, '_> {
             }
         }
         for (index, pool) in pools.iter_mut().enumerate() {
-            let private = if pool.xoff_bytes > 0 { 0 } else { headroom[index] };
+            let private = if pool.xoff_bytes > 0 {
+                0
+            } else {
+                headroom[index]
+            };
             let carved = reserved[index]
                 .saturating_add(private)
                 .saturating_add(pool.xoff_bytes);
@@ -1944,7 +2059,11 @@ impl Resolver<'_, '_> {
         }
         for (index, pool) in pools.iter_mut().enumerate() {
             pool.reserved_bytes = reserved[index];
-            pool.private_headroom_bytes = if pool.xoff_bytes > 0 { 0 } else { headroom[index] };
+            pool.private_headroom_bytes = if pool.xoff_bytes > 0 {
+                0
+            } else {
+                headroom[index]
+            };
         }
     }
 
@@ -1975,9 +2094,13 @@ impl Resolver<'_, '_> {
                         names.push(&port.name);
                     }
                 }
-                let Some(pool) = final_pools.get(profile.pool_index) else { continue };
+                let Some(pool) = final_pools.get(profile.pool_index) else {
+                    continue;
+                };
                 let xoff_point = profile.size_bytes.saturating_add(
-                    profile.threshold.single_congested_limit_bytes(pool.shared_bytes),
+                    profile
+                        .threshold
+                        .single_congested_limit_bytes(pool.shared_bytes),
                 );
                 if profile.xon_bytes > xoff_point {
                     let names = xon_high
@@ -2017,7 +2140,10 @@ impl Resolver<'_, '_> {
             let path = templates
                 .get(&profile)
                 .and_then(|t| t.path.as_ref())
-                .map_or_else(|| port_path(port_names.first().copied().unwrap_or("")), |p| join_key(p, "xon"));
+                .map_or_else(
+                    || port_path(port_names.first().copied().unwrap_or("")),
+                    |p| join_key(p, "xon"),
+                );
             let xon = templates.get(&profile).map_or(0, |t| t.xon_bytes);
             self.d.error(
                 &path,
@@ -2038,13 +2164,19 @@ impl Resolver<'_, '_> {
             let tc = usize::from(port.tc_of_priority(p));
             let q = usize::from(port.maps.tc_to_queue[tc]);
             let pg = &port.priority_groups[usize::from(port.maps.tc_to_pg[tc])];
-            let Some(wred) = &port.queues[q].wred else { continue };
+            let Some(wred) = &port.queues[q].wred else {
+                continue;
+            };
             if !wred.ecn.marks_green() || warned[q] || !pg.is_lossless() {
                 continue;
             }
-            let Some(pool) = pools.get(pg.profile.pool_index) else { continue };
+            let Some(pool) = pools.get(pg.profile.pool_index) else {
+                continue;
+            };
             let xoff_point = pg.profile.size_bytes.saturating_add(
-                pg.profile.threshold.single_congested_limit_bytes(pool.shared_bytes),
+                pg.profile
+                    .threshold
+                    .single_congested_limit_bytes(pool.shared_bytes),
             );
             if wred.green.min_threshold_bytes >= xoff_point {
                 warned[q] = true;
@@ -2059,9 +2191,7 @@ impl Resolver<'_, '_> {
                         "port {} queue {q}: ECN starts marking at {} bytes, at or above the XOFF \
                          point {xoff_point} bytes of lossless PG {} feeding it: PFC will pause \
                          the peer before any packet is marked",
-                        port.name,
-                        wred.green.min_threshold_bytes,
-                        port.maps.tc_to_pg[tc]
+                        port.name, wred.green.min_threshold_bytes, port.maps.tc_to_pg[tc]
                     ),
                 );
             }
@@ -2079,7 +2209,8 @@ impl Resolver<'_, '_> {
             }],
             Some(raw_lcores) => {
                 if raw_lcores.is_empty() {
-                    self.d.error("runtime.lcore", "empty: give at least one lcore");
+                    self.d
+                        .error("runtime.lcore", "empty: give at least one lcore");
                 }
                 let mut lcores = Vec::new();
                 let mut rx_owner: Vec<Option<usize>> = vec![None; port_names.len()];
@@ -2110,13 +2241,25 @@ impl Resolver<'_, '_> {
                         tx_ports: Vec::new(),
                     };
                     for (field, names, owners, list) in [
-                        ("rx_ports", &raw_lcore.rx_ports, &mut rx_owner, &mut lcore.rx_ports),
-                        ("tx_ports", &raw_lcore.tx_ports, &mut tx_owner, &mut lcore.tx_ports),
+                        (
+                            "rx_ports",
+                            &raw_lcore.rx_ports,
+                            &mut rx_owner,
+                            &mut lcore.rx_ports,
+                        ),
+                        (
+                            "tx_ports",
+                            &raw_lcore.tx_ports,
+                            &mut tx_owner,
+                            &mut lcore.tx_ports,
+                        ),
                     ] {
                         for (j, name) in names.iter().enumerate() {
                             let element_path = format!("{}[{j}]", join_key(&lcore_path, field));
-                            let Some(port_index) = port_names.iter().position(|p| *p == name) else {
-                                self.d.error(&element_path, format!("no port named {name:?}"));
+                            let Some(port_index) = port_names.iter().position(|p| *p == name)
+                            else {
+                                self.d
+                                    .error(&element_path, format!("no port named {name:?}"));
                                 continue;
                             };
                             if let Some(other) = owners[port_index] {
@@ -2167,7 +2310,9 @@ impl Resolver<'_, '_> {
         let listen = listen_text.parse::<SocketAddr>().map_err(|_| {
             self.d.error(
                 "runtime.prometheus_listen",
-                format!("{listen_text:?} is not an address like \"127.0.0.1:9464\" or \"[::1]:9464\""),
+                format!(
+                    "{listen_text:?} is not an address like \"127.0.0.1:9464\" or \"[::1]:9464\""
+                ),
             );
         });
         let prometheus_listen = if raw.prometheus_enable.unwrap_or(true) {
@@ -2190,10 +2335,8 @@ impl Resolver<'_, '_> {
     fn dpdk(&mut self, switch: &Switch) -> Dpdk {
         let empty = crate::schema::RawDpdk::default();
         if self.raw.dpdk.is_some() && switch.driver != Driver::Dpdk {
-            self.d.warning(
-                "dpdk",
-                "ignored: switch.driver is not \"dpdk\"",
-            );
+            self.d
+                .warning("dpdk", "ignored: switch.driver is not \"dpdk\"");
         }
         let raw = self.raw.dpdk.as_ref().unwrap_or(&empty);
         let mempool_mbufs = to_u32(self.ranged(
@@ -2273,7 +2416,12 @@ impl Resolver<'_, '_> {
             ("pfc_to_pg_map", &raw.pfc_to_pg_map),
         ] {
             for name in maps.keys() {
-                if !self.usage.maps.iter().any(|(t, n)| *t == table && n == name) {
+                if !self
+                    .usage
+                    .maps
+                    .iter()
+                    .any(|(t, n)| *t == table && n == name)
+                {
                     self.d
                         .warning(&join_key(table, name), "unused: no port uses this map");
                 }
@@ -2281,8 +2429,10 @@ impl Resolver<'_, '_> {
         }
         for name in raw.scheduler.keys() {
             if !self.usage.schedulers.contains(name) {
-                self.d
-                    .warning(&join_key("scheduler", name), "unused: no queue uses this scheduler");
+                self.d.warning(
+                    &join_key("scheduler", name),
+                    "unused: no queue uses this scheduler",
+                );
             }
         }
         for name in raw.wred_profile.keys() {
@@ -2327,7 +2477,10 @@ fn finish_pools(drafts: &[PoolDraft]) -> Vec<BufferPool> {
 }
 
 /// Leave out built-in pools nothing is bound to, renumbering the profiles' pool indexes.
-fn drop_unused_builtin_pools(drafts: Vec<PoolDraft>, mut ports: Vec<Port>) -> (Vec<BufferPool>, Vec<Port>) {
+fn drop_unused_builtin_pools(
+    drafts: Vec<PoolDraft>,
+    mut ports: Vec<Port>,
+) -> (Vec<BufferPool>, Vec<Port>) {
     let pools = finish_pools(&drafts);
     let mut used = vec![false; pools.len()];
     for port in &ports {
@@ -2355,12 +2508,13 @@ fn drop_unused_builtin_pools(drafts: Vec<PoolDraft>, mut ports: Vec<Port>) -> (V
             next += 1;
         }
     }
+    let renumber = |index: usize| new_index.get(index).copied().unwrap_or(0);
     for port in &mut ports {
         for pg in &mut port.priority_groups {
-            pg.profile.pool_index = new_index[pg.profile.pool_index.min(new_index.len() - 1)];
+            pg.profile.pool_index = renumber(pg.profile.pool_index);
         }
         for queue in &mut port.queues {
-            queue.profile.pool_index = new_index[queue.profile.pool_index.min(new_index.len() - 1)];
+            queue.profile.pool_index = renumber(queue.profile.pool_index);
         }
     }
     let pools = pools

@@ -269,17 +269,25 @@ pub(crate) struct RawProfile {
     pub headroom: Option<RawHeadroom>,
 }
 
+/// `ecn` values, SONiC spelling (`ecn_none`, `ecn_green`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub(crate) enum RawEcn {
-    EcnNone,
-    EcnGreen,
-    EcnYellow,
-    EcnRed,
-    EcnGreenYellow,
-    EcnGreenRed,
-    EcnYellowRed,
-    EcnAll,
+    #[serde(rename = "ecn_none")]
+    None,
+    #[serde(rename = "ecn_green")]
+    Green,
+    #[serde(rename = "ecn_yellow")]
+    Yellow,
+    #[serde(rename = "ecn_red")]
+    Red,
+    #[serde(rename = "ecn_green_yellow")]
+    GreenYellow,
+    #[serde(rename = "ecn_green_red")]
+    GreenRed,
+    #[serde(rename = "ecn_yellow_red")]
+    YellowRed,
+    #[serde(rename = "ecn_all")]
+    All,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

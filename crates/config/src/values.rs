@@ -106,7 +106,8 @@ pub(crate) fn parse_index_range(text: &str, max: u16) -> Result<(u16, u16), Stri
         }
         s.parse().ok()
     };
-    let complaint = || format!("{text:?} is not an index or range like \"3\" or \"3-4\" in 0..={max}");
+    let complaint =
+        || format!("{text:?} is not an index or range like \"3\" or \"3-4\" in 0..={max}");
     let (from, to) = match text.split_once('-') {
         Some((from, to)) => (
             parse_one(from).ok_or_else(complaint)?,
@@ -121,7 +122,9 @@ pub(crate) fn parse_index_range(text: &str, max: u16) -> Result<(u16, u16), Stri
         return Err(format!("{text:?} is out of range 0..={max}"));
     }
     if from > to {
-        return Err(format!("{text:?} is an empty range: write the low end first"));
+        return Err(format!(
+            "{text:?} is an empty range: write the low end first"
+        ));
     }
     Ok((from, to))
 }
@@ -143,7 +146,9 @@ pub(crate) fn parse_int_list(
         in_range(from, min, max)?;
         in_range(to, min, max)?;
         if from > to {
-            return Err(format!("{from}-{to} is an empty range: write the low end first"));
+            return Err(format!(
+                "{from}-{to} is an empty range: write the low end first"
+            ));
         }
         // Ranges are bounded by min..=max (at most 4095 values), so this loop is bounded.
         for v in from..=to {
@@ -207,7 +212,9 @@ pub(crate) fn parse_unicast_mac(text: &str) -> Result<[u8; 6], String> {
     }
     // IEEE 802 I/G bit: a port's source address must be an individual (unicast) address.
     if mac[0] & 1 != 0 {
-        return Err(format!("{text:?} is a multicast address; a port needs a unicast one"));
+        return Err(format!(
+            "{text:?} is a multicast address; a port needs a unicast one"
+        ));
     }
     Ok(mac)
 }
@@ -264,7 +271,9 @@ mod tests {
 
     #[test]
     fn bad_speeds_are_refused_with_the_reason() {
-        assert!(parse_speed_mbps(&text("100X")).unwrap_err().contains("not a speed"));
+        assert!(parse_speed_mbps(&text("100X"))
+            .unwrap_err()
+            .contains("not a speed"));
         assert!(parse_speed_mbps(&text("2.5M")).is_err());
         assert!(parse_speed_mbps(&text("G")).is_err());
         assert!(parse_speed_mbps(&text("")).is_err());
@@ -294,8 +303,12 @@ mod tests {
         assert_eq!(parse_index_range("3", 7), Ok((3, 3)));
         assert_eq!(parse_index_range("3-4", 7), Ok((3, 4)));
         assert_eq!(parse_index_range("0-7", 7), Ok((0, 7)));
-        assert!(parse_index_range("8", 7).unwrap_err().contains("out of range"));
-        assert!(parse_index_range("4-3", 7).unwrap_err().contains("empty range"));
+        assert!(parse_index_range("8", 7)
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(parse_index_range("4-3", 7)
+            .unwrap_err()
+            .contains("empty range"));
         assert!(parse_index_range("a", 7).is_err());
         assert!(parse_index_range("3-", 7).is_err());
         assert!(parse_index_range("1-2-3", 7).is_err());
@@ -305,8 +318,14 @@ mod tests {
     fn int_lists_in_both_spellings() {
         let array = IntList::Array(vec![IntOrText::Int(3), IntOrText::Int(4)]);
         assert_eq!(parse_int_list(&array, 0, 7), Ok(vec![3, 4]));
-        assert_eq!(parse_int_list(&IntList::Text("3,4".into()), 0, 7), Ok(vec![3, 4]));
-        assert_eq!(parse_int_list(&IntList::Text(String::new()), 0, 7), Ok(vec![]));
+        assert_eq!(
+            parse_int_list(&IntList::Text("3,4".into()), 0, 7),
+            Ok(vec![3, 4])
+        );
+        assert_eq!(
+            parse_int_list(&IntList::Text(String::new()), 0, 7),
+            Ok(vec![])
+        );
         let vlans = IntList::Array(vec![IntOrText::Int(1), text("10-12")]);
         assert_eq!(parse_int_list(&vlans, 1, 4094), Ok(vec![1, 10, 11, 12]));
         let bad = IntList::Array(vec![IntOrText::Int(3), IntOrText::Int(9)]);
@@ -327,8 +346,13 @@ mod tests {
             parse_unicast_mac("02:00:00:00:00:0a"),
             Ok([2, 0, 0, 0, 0, 10])
         );
-        assert_eq!(parse_unicast_mac("02-00-00-00-00-0A"), Ok([2, 0, 0, 0, 0, 10]));
-        assert!(parse_unicast_mac("01:00:5e:00:00:01").unwrap_err().contains("multicast"));
+        assert_eq!(
+            parse_unicast_mac("02-00-00-00-00-0A"),
+            Ok([2, 0, 0, 0, 0, 10])
+        );
+        assert!(parse_unicast_mac("01:00:5e:00:00:01")
+            .unwrap_err()
+            .contains("multicast"));
         assert!(parse_unicast_mac("02:00:00:00:00").is_err());
         assert!(parse_unicast_mac("02:00:00:00:00:0g").is_err());
         assert_eq!(mac_add([2, 0, 0, 0, 0, 0xff], 1), [2, 0, 0, 0, 1, 0]);

@@ -16,14 +16,20 @@ fn syntax_error_has_a_location() {
 fn unknown_top_level_key_is_refused() {
     let text = format!("{PORT}\n[swtich]\nname = \"x\"\n");
     let errors = errors(&text);
-    assert_has_prefix(&errors, "t.toml:5:2: swtich: unknown field `swtich`, expected one of");
+    assert_has_prefix(
+        &errors,
+        "t.toml:5:2: swtich: unknown field `swtich`, expected one of",
+    );
 }
 
 #[test]
 fn unknown_port_key_is_refused() {
     let text = format!("{PORT}cable = \"5m\"\n");
     let errors = errors(&text);
-    assert_has_prefix(&errors, "t.toml:4:1: port.Ethernet0.cable: unknown field `cable`");
+    assert_has_prefix(
+        &errors,
+        "t.toml:4:1: port.Ethernet0.cable: unknown field `cable`",
+    );
 }
 
 #[test]
@@ -40,7 +46,10 @@ fn unknown_nested_key_is_refused() {
 fn unknown_key_in_inline_table_is_refused() {
     let text = format!("{PORT}pfcwd = {{ action = \"drop\", acton = \"x\" }}\n");
     let errors = errors(&text);
-    assert_has_prefix(&errors, "t.toml:4:28: port.Ethernet0.pfcwd.acton: unknown field `acton`");
+    assert_has_prefix(
+        &errors,
+        "t.toml:4:28: port.Ethernet0.pfcwd.acton: unknown field `acton`",
+    );
 }
 
 #[test]
@@ -51,8 +60,14 @@ fn unknown_keys_refused_in_every_section() {
         ("[runtime]", "threads = 1"),
         ("[dpdk]", "args = []"),
         ("[headroom_calc]", "cell = 1"),
-        ("[buffer_pool.p]", "type = \"ingress\"\nmode = \"dynamic\"\nsize = 1\nshp = 1"),
-        ("[buffer_profile.p]", "pool = \"ingress_lossy_pool\"\nsize = 0\ndynamic_th = 0\nth = 1"),
+        (
+            "[buffer_pool.p]",
+            "type = \"ingress\"\nmode = \"dynamic\"\nsize = 1\nshp = 1",
+        ),
+        (
+            "[buffer_profile.p]",
+            "pool = \"ingress_lossy_pool\"\nsize = 0\ndynamic_th = 0\nth = 1",
+        ),
         ("[wred_profile.w]", "green_min = 1"),
         ("[scheduler.s]", "prio = 1"),
         ("[port_defaults]", "speeed = 1"),
@@ -70,7 +85,10 @@ fn unknown_keys_refused_in_every_section() {
 fn wrong_type_names_the_key() {
     let text = format!("{PORT}mtu = \"big\"\n");
     let errors = errors(&text);
-    assert_has_prefix(&errors, "t.toml:4:7: port.Ethernet0.mtu: invalid type: string \"big\"");
+    assert_has_prefix(
+        &errors,
+        "t.toml:4:7: port.Ethernet0.mtu: invalid type: string \"big\"",
+    );
 }
 
 #[test]
@@ -87,7 +105,10 @@ fn unknown_enum_value_names_the_key() {
 fn missing_required_pool_field_names_the_key() {
     let text = format!("{PORT}[buffer_pool.p]\ntype = \"ingress\"\nsize = 1000\n");
     let errors = errors(&text);
-    assert_has(&errors, "t.toml:4:1: buffer_pool.p.mode: missing (required key)");
+    assert_has(
+        &errors,
+        "t.toml:4:1: buffer_pool.p.mode: missing (required key)",
+    );
 }
 
 // ---- buffer profiles ----------------------------------------------------------------------------
@@ -99,7 +120,9 @@ fn profile(body: &str) -> String {
 
 #[test]
 fn dynamic_th_out_of_range() {
-    let errors = errors(&profile("pool = \"ingress_lossless_pool\"\nsize = 0\ndynamic_th = 9\n"));
+    let errors = errors(&profile(
+        "pool = \"ingress_lossless_pool\"\nsize = 0\ndynamic_th = 9\n",
+    ));
     assert_has(
         &errors,
         "t.toml:7:14: buffer_profile.pg_lossless.dynamic_th: 9 is out of range -8..=7",
@@ -108,7 +131,9 @@ fn dynamic_th_out_of_range() {
 
 #[test]
 fn static_th_in_a_dynamic_pool() {
-    let errors = errors(&profile("pool = \"ingress_lossless_pool\"\nsize = 0\nstatic_th = 5000\n"));
+    let errors = errors(&profile(
+        "pool = \"ingress_lossless_pool\"\nsize = 0\nstatic_th = 5000\n",
+    ));
     assert_has(
         &errors,
         "t.toml:7:1: buffer_profile.pg_lossless.static_th: pool \"ingress_lossless_pool\" is \
@@ -118,7 +143,9 @@ fn static_th_in_a_dynamic_pool() {
 
 #[test]
 fn dynamic_th_in_a_static_pool() {
-    let errors = errors(&profile("pool = \"egress_lossless_pool\"\nsize = 0\ndynamic_th = 1\n"));
+    let errors = errors(&profile(
+        "pool = \"egress_lossless_pool\"\nsize = 0\ndynamic_th = 1\n",
+    ));
     assert_has(
         &errors,
         "t.toml:7:1: buffer_profile.pg_lossless.dynamic_th: pool \"egress_lossless_pool\" is \
@@ -150,7 +177,9 @@ fn missing_threshold() {
 
 #[test]
 fn missing_size() {
-    let errors = errors(&profile("pool = \"ingress_lossless_pool\"\ndynamic_th = 0\n"));
+    let errors = errors(&profile(
+        "pool = \"ingress_lossless_pool\"\ndynamic_th = 0\n",
+    ));
     assert_has(
         &errors,
         "t.toml:4:1: buffer_profile.pg_lossless: missing size (reserved bytes), or set headroom \
@@ -181,8 +210,13 @@ fn computed_profile_refuses_explicit_xoff() {
 
 #[test]
 fn xon_on_an_egress_profile() {
-    let errors = errors(&profile("pool = \"egress_lossy_pool\"\nsize = 0\ndynamic_th = 0\nxon = 10\n"));
-    assert_has_prefix(&errors, "t.toml:8:7: buffer_profile.pg_lossless.xon: pool \"egress_lossy_pool\" is an egress pool");
+    let errors = errors(&profile(
+        "pool = \"egress_lossy_pool\"\nsize = 0\ndynamic_th = 0\nxon = 10\n",
+    ));
+    assert_has_prefix(
+        &errors,
+        "t.toml:8:7: buffer_profile.pg_lossless.xon: pool \"egress_lossy_pool\" is an egress pool",
+    );
 }
 
 /// A lossless profile bound to PG 3-4 of the port (10G, 5 m: the formula asks 67584 bytes).
@@ -400,9 +434,7 @@ fn pfc_pausing_another_queue_than_its_traffic() {
 #[test]
 fn lossy_traffic_in_a_lossless_pg_is_a_warning() {
     // DSCP 0 -> TC 1 -> PG 3 (lossless): lossy TC 1 can trigger PFC.
-    let text = format!(
-        "{PORT}tc_to_pg_map = \"M\"\n[tc_to_pg_map.M]\n1 = 3\n3 = 3\n4 = 4\n"
-    );
+    let text = format!("{PORT}tc_to_pg_map = \"M\"\n[tc_to_pg_map.M]\n1 = 3\n3 = 3\n4 = 4\n");
     assert_has(
         &warnings(&text),
         "t.toml:1:1: port.Ethernet0.pfc_enable: lossy TC 1 shares lossless PG 3: its traffic can \
@@ -423,9 +455,15 @@ fn pfcwd_enable_must_be_within_pfc_enable() {
 #[test]
 fn pfc_enable_element_out_of_range() {
     let text = format!("{PORT}pfc_enable = [3, 8]\n");
-    assert_has(&errors(&text), "t.toml:4:18: port.Ethernet0.pfc_enable[1]: 8 is out of range 0..=7");
+    assert_has(
+        &errors(&text),
+        "t.toml:4:18: port.Ethernet0.pfc_enable[1]: 8 is out of range 0..=7",
+    );
     let text = format!("{PORT}pfc_enable = \"3,3\"\n");
-    assert_has(&errors(&text), "t.toml:4:14: port.Ethernet0.pfc_enable: 3 is listed twice");
+    assert_has(
+        &errors(&text),
+        "t.toml:4:14: port.Ethernet0.pfc_enable: 3 is listed twice",
+    );
 }
 
 #[test]
@@ -444,13 +482,19 @@ fn pfc_refresh_longer_than_the_pause() {
 #[test]
 fn map_key_out_of_range() {
     let text = format!("{PORT}[dscp_to_tc_map.M]\n64 = 1\n");
-    assert_has(&errors(&text), "t.toml:5:1: dscp_to_tc_map.M.64: \"64\" is out of range 0..=63");
+    assert_has(
+        &errors(&text),
+        "t.toml:5:1: dscp_to_tc_map.M.64: \"64\" is out of range 0..=63",
+    );
 }
 
 #[test]
 fn map_value_out_of_range() {
     let text = format!("{PORT}[tc_to_queue_map.M]\n3 = 8\n");
-    assert_has(&errors(&text), "t.toml:5:5: tc_to_queue_map.M.3: 8 is out of range 0..=7");
+    assert_has(
+        &errors(&text),
+        "t.toml:5:5: tc_to_queue_map.M.3: 8 is out of range 0..=7",
+    );
 }
 
 #[test]
@@ -514,7 +558,10 @@ fn bad_speed_and_cable() {
 #[test]
 fn mtu_out_of_range() {
     let text = format!("{PORT}mtu = 10000\n");
-    assert_has(&errors(&text), "t.toml:4:7: port.Ethernet0.mtu: 10000 is out of range 68..=9216");
+    assert_has(
+        &errors(&text),
+        "t.toml:4:7: port.Ethernet0.mtu: 10000 is out of range 68..=9216",
+    );
 }
 
 #[test]
@@ -601,7 +648,8 @@ fn errors_of(text: &str) -> Vec<String> {
 
 #[test]
 fn pfcwd_times_out_of_range() {
-    let text = format!("{PORT}[port.Ethernet0.pfcwd]\ndetection_time = 50\nrestoration_time = 70000\n");
+    let text =
+        format!("{PORT}[port.Ethernet0.pfcwd]\ndetection_time = 50\nrestoration_time = 70000\n");
     let errors = errors(&text);
     assert_has(
         &errors,
@@ -615,7 +663,9 @@ fn pfcwd_times_out_of_range() {
 
 #[test]
 fn pfcwd_times_below_the_poll_interval() {
-    let text = format!("{PORT}[pfcwd]\npoll_interval = 500\n[port_defaults.pfcwd]\ndetection_time = 300\n");
+    let text = format!(
+        "{PORT}[pfcwd]\npoll_interval = 500\n[port_defaults.pfcwd]\ndetection_time = 300\n"
+    );
     let errors = errors(&text);
     assert_has(
         &errors,
@@ -634,7 +684,10 @@ fn pfcwd_times_below_the_poll_interval() {
 #[test]
 fn poll_interval_out_of_range() {
     let text = format!("{PORT}[pfcwd]\npoll_interval = 2000\n");
-    assert_has(&errors(&text), "t.toml:5:17: pfcwd.poll_interval: 2000 is out of range 100..=1000");
+    assert_has(
+        &errors(&text),
+        "t.toml:5:17: pfcwd.poll_interval: 2000 is out of range 100..=1000",
+    );
 }
 
 #[test]
@@ -673,9 +726,7 @@ fn wred_thresholds_needed_when_marking() {
 
 #[test]
 fn wred_probability_out_of_range() {
-    let text = format!(
-        "{PORT}[wred_profile.W]\ngreen_drop_probability = 101\n"
-    );
+    let text = format!("{PORT}[wred_profile.W]\ngreen_drop_probability = 101\n");
     assert_has(
         &errors(&text),
         "t.toml:5:26: wred_profile.W.green_drop_probability: 101 is out of range 0..=100",
@@ -685,7 +736,10 @@ fn wred_probability_out_of_range() {
 #[test]
 fn scheduler_weight_out_of_range() {
     let text = format!("{PORT}[scheduler.s]\ntype = \"DWRR\"\nweight = 0\n");
-    assert_has(&errors(&text), "t.toml:6:10: scheduler.s.weight: 0 is out of range 1..=100");
+    assert_has(
+        &errors(&text),
+        "t.toml:6:10: scheduler.s.weight: 0 is out of range 1..=100",
+    );
 }
 
 #[test]
@@ -731,8 +785,14 @@ fn lcore_port_errors() {
         two_ports()
     );
     let errors = errors(&text);
-    assert_has(&errors, "t.toml:9:26: runtime.lcore[0].rx_ports[1]: no port named \"Ethernet8\"");
-    assert_has(&errors, "t.toml:12:7: runtime.lcore[1].cpu: CPU 0 already runs another lcore");
+    assert_has(
+        &errors,
+        "t.toml:9:26: runtime.lcore[0].rx_ports[1]: no port named \"Ethernet8\"",
+    );
+    assert_has(
+        &errors,
+        "t.toml:12:7: runtime.lcore[1].cpu: CPU 0 already runs another lcore",
+    );
     assert_has(
         &errors,
         "t.toml:13:13: runtime.lcore[1].rx_ports[0]: port \"Ethernet0\" is already in rx_ports of \
@@ -761,17 +821,24 @@ fn bad_prometheus_address() {
 #[test]
 fn dpdk_section_ignored_without_the_dpdk_driver() {
     let text = format!("{PORT}[dpdk]\neal_args = []\n");
-    assert_has(&warnings(&text), "t.toml:4:1: dpdk: ignored: switch.driver is not \"dpdk\"");
+    assert_has(
+        &warnings(&text),
+        "t.toml:4:1: dpdk: ignored: switch.driver is not \"dpdk\"",
+    );
 }
 
 #[test]
 fn unused_definitions_are_warnings() {
-    let text = format!(
-        "{PORT}[scheduler.s]\ntype = \"STRICT\"\n[dscp_to_tc_map.M]\n0 = 0\n"
-    );
+    let text = format!("{PORT}[scheduler.s]\ntype = \"STRICT\"\n[dscp_to_tc_map.M]\n0 = 0\n");
     let warnings = warnings(&text);
-    assert_has(&warnings, "t.toml:4:1: scheduler.s: unused: no queue uses this scheduler");
-    assert_has(&warnings, "t.toml:6:1: dscp_to_tc_map.M: unused: no port uses this map");
+    assert_has(
+        &warnings,
+        "t.toml:4:1: scheduler.s: unused: no queue uses this scheduler",
+    );
+    assert_has(
+        &warnings,
+        "t.toml:6:1: dscp_to_tc_map.M: unused: no port uses this map",
+    );
 }
 
 // ---- several at once ------------------------------------------------------------------------------
@@ -784,10 +851,22 @@ fn several_errors_are_reported_together() {
     let result = parse(&text).expect_err("must fail");
     let rendered: Vec<String> = result.errors.iter().map(ToString::to_string).collect();
     assert!(rendered.len() >= 4, "{rendered:?}");
-    assert_has(&rendered, "t.toml:4:7: port.Ethernet0.mtu: 1 is out of range 68..=9216");
-    assert_has(&rendered, "t.toml:5:14: port.Ethernet0.pfc_quanta: 0 is out of range 1..=65535");
-    assert_has(&rendered, "t.toml:7:17: pfcwd.poll_interval: 5 is out of range 100..=1000");
-    assert_has(&rendered, "t.toml:9:19: switch.cell_size_bytes: 1 is out of range 32..=4096");
+    assert_has(
+        &rendered,
+        "t.toml:4:7: port.Ethernet0.mtu: 1 is out of range 68..=9216",
+    );
+    assert_has(
+        &rendered,
+        "t.toml:5:14: port.Ethernet0.pfc_quanta: 0 is out of range 1..=65535",
+    );
+    assert_has(
+        &rendered,
+        "t.toml:7:17: pfcwd.poll_interval: 5 is out of range 100..=1000",
+    );
+    assert_has(
+        &rendered,
+        "t.toml:9:19: switch.cell_size_bytes: 1 is out of range 32..=4096",
+    );
     // The whole set renders one "error: ..." line per error.
     let text = result.to_string();
     assert_eq!(text.lines().count(), result.errors.len());
@@ -796,14 +875,19 @@ fn several_errors_are_reported_together() {
 
 #[test]
 fn errors_carry_structured_fields() {
-    let result = parse(&profile("pool = \"ingress_lossless_pool\"\nsize = 0\ndynamic_th = -9\n"))
-        .expect_err("must fail");
+    let result = parse(&profile(
+        "pool = \"ingress_lossless_pool\"\nsize = 0\ndynamic_th = -9\n",
+    ))
+    .expect_err("must fail");
     let error = &result.errors[0];
     assert_eq!(error.file, "t.toml");
     assert_eq!(error.key, "buffer_profile.pg_lossless.dynamic_th");
     assert_eq!(
         error.location,
-        Some(headroom_config::Location { line: 7, column: 14 })
+        Some(headroom_config::Location {
+            line: 7,
+            column: 14
+        })
     );
     assert_eq!(error.message, "-9 is out of range -8..=7");
 }
