@@ -2078,6 +2078,7 @@ impl Resolver<'_, '_> {
         // (profile, required xoff) -> ports, to report each shortfall once.
         let mut short: BTreeMap<(String, u64), Vec<&str>> = BTreeMap::new();
         let mut xon_high: BTreeMap<(String, u64), Vec<&str>> = BTreeMap::new();
+        let mut ecn_late: Vec<EcnLate<'_>> = Vec::new();
         for port in ports {
             for pg in &port.priority_groups {
                 let profile = &pg.profile;
@@ -2111,7 +2112,7 @@ impl Resolver<'_, '_> {
                     }
                 }
             }
-            self.ecn_checks(port, &final_pools);
+            ecn_late.extend(ecn_checks(port, &final_pools));
         }
         for ((profile, required), port_names) in short {
             let path = templates
@@ -2124,11 +2125,7 @@ impl Resolver<'_, '_> {
                  requires for port {}{}; raise xoff, use headroom = \"computed\", or set \
                  headroom_calc.allow_headroom_below_minimum = true",
                 port_names.first().copied().unwrap_or(""),
-                if port_names.len() > 1 {
-                    format!(" (and {} more ports)", port_names.len() - 1)
-                } else {
-                    String::new()
-                }
+                more_ports(port_names.len())
             );
             if calc.allow_headroom_below_minimum {
                 self.d.warning(&path, message);
@@ -2149,52 +2146,45 @@ impl Resolver<'_, '_> {
                 &path,
                 format!(
                     "xon {xon} bytes is above the XOFF point {xoff_point} bytes (size + shared \
-                     limit) of port {}: XON would be sent while the PG is still above XOFF",
-                    port_names.first().copied().unwrap_or("")
+                     limit) of port {}{}: XON would be sent while the PG is still above XOFF",
+                    port_names.first().copied().unwrap_or(""),
+                    more_ports(port_names.len())
                 ),
             );
         }
-    }
-
-    /// ECN first, PFC as the backstop: warn when a queue's ECN threshold lies at or above the XOFF
-    /// point of the lossless PG feeding it (same port's maps), so PFC fires before any marking.
-    fn ecn_checks(&mut self, port: &Port, pools: &[BufferPool]) {
-        let mut warned = [false; PRIORITY_COUNT];
-        for p in port.pfc_enable.iter() {
-            let tc = usize::from(port.tc_of_priority(p));
-            let q = usize::from(port.maps.tc_to_queue[tc]);
-            let pg = &port.priority_groups[usize::from(port.maps.tc_to_pg[tc])];
-            let Some(wred) = &port.queues[q].wred else {
-                continue;
-            };
-            if !wred.ecn.marks_green() || warned[q] || !pg.is_lossless() {
-                continue;
-            }
-            let Some(pool) = pools.get(pg.profile.pool_index) else {
-                continue;
-            };
-            let xoff_point = pg.profile.size_bytes.saturating_add(
-                pg.profile
-                    .threshold
-                    .single_congested_limit_bytes(pool.shared_bytes),
+        // One warning per (WRED profile, queue, threshold, XOFF point), naming the ports.
+        let mut grouped: BTreeMap<(&str, usize, u64, u64, u8), Vec<&str>> = BTreeMap::new();
+        for late in &ecn_late {
+            grouped
+                .entry((
+                    late.wred,
+                    late.queue,
+                    late.min_threshold_bytes,
+                    late.xoff_point_bytes,
+                    late.pg,
+                ))
+                .or_default()
+                .push(late.port);
+        }
+        for ((wred, queue, min_threshold, xoff_point, pg), port_names) in grouped {
+            let first_port = port_names.first().copied().unwrap_or("");
+            let path = self.d.pick(&[
+                join_key(&join_key("wred_profile", wred), "green_min_threshold"),
+                join_key(
+                    &join_key(&port_path(first_port), "queue"),
+                    &queue.to_string(),
+                ),
+                port_path(first_port),
+            ]);
+            self.d.warning(
+                &path,
+                format!(
+                    "port {first_port}{} queue {queue}: ECN starts marking at {min_threshold} \
+                     bytes, at or above the XOFF point {xoff_point} bytes of lossless PG {pg} \
+                     feeding it: PFC will pause the peer before any packet is marked",
+                    more_ports(port_names.len())
+                ),
             );
-            if wred.green.min_threshold_bytes >= xoff_point {
-                warned[q] = true;
-                let path = self.d.pick(&[
-                    join_key(&join_key("wred_profile", &wred.name), "green_min_threshold"),
-                    join_key(&join_key(&port_path(&port.name), "queue"), &q.to_string()),
-                    port_path(&port.name),
-                ]);
-                self.d.warning(
-                    &path,
-                    format!(
-                        "port {} queue {q}: ECN starts marking at {} bytes, at or above the XOFF \
-                         point {xoff_point} bytes of lossless PG {} feeding it: PFC will pause \
-                         the peer before any packet is marked",
-                        port.name, wred.green.min_threshold_bytes, port.maps.tc_to_pg[tc]
-                    ),
-                );
-            }
         }
     }
 
@@ -2523,4 +2513,61 @@ fn drop_unused_builtin_pools(
         .filter_map(|(pool, keep)| keep.then_some(pool))
         .collect();
     (pools, ports)
+}
+
+fn more_ports(count: usize) -> String {
+    match count {
+        0 | 1 => String::new(),
+        2 => " (and 1 more port)".to_owned(),
+        n => format!(" (and {} more ports)", n - 1),
+    }
+}
+
+/// A queue whose ECN threshold cannot fire before the XOFF point of the PG feeding it.
+struct EcnLate<'a> {
+    port: &'a str,
+    wred: &'a str,
+    queue: usize,
+    pg: u8,
+    min_threshold_bytes: u64,
+    xoff_point_bytes: u64,
+}
+
+/// ECN first, PFC as the backstop: find queues whose ECN threshold lies at or above the XOFF point
+/// of the lossless PG feeding them (same port's maps), so that PFC fires before any marking.
+fn ecn_checks<'a>(port: &'a Port, pools: &[BufferPool]) -> Vec<EcnLate<'a>> {
+    let mut late = Vec::new();
+    let mut seen = [false; PRIORITY_COUNT];
+    for p in port.pfc_enable.iter() {
+        let tc = usize::from(port.tc_of_priority(p));
+        let q = usize::from(port.maps.tc_to_queue[tc]);
+        let pg_index = port.maps.tc_to_pg[tc];
+        let pg = &port.priority_groups[usize::from(pg_index)];
+        let Some(wred) = &port.queues[q].wred else {
+            continue;
+        };
+        if !wred.ecn.marks_green() || seen[q] || !pg.is_lossless() {
+            continue;
+        }
+        let Some(pool) = pools.get(pg.profile.pool_index) else {
+            continue;
+        };
+        let xoff_point = pg.profile.size_bytes.saturating_add(
+            pg.profile
+                .threshold
+                .single_congested_limit_bytes(pool.shared_bytes),
+        );
+        if wred.green.min_threshold_bytes >= xoff_point {
+            seen[q] = true;
+            late.push(EcnLate {
+                port: &port.name,
+                wred: &wred.name,
+                queue: q,
+                pg: pg_index,
+                min_threshold_bytes: wred.green.min_threshold_bytes,
+                xoff_point_bytes: xoff_point,
+            });
+        }
+    }
+    late
 }

@@ -904,3 +904,45 @@ fn load_names_the_file_it_cannot_read() {
         errors.errors[0]
     );
 }
+
+#[test]
+fn findings_shared_by_several_ports_are_reported_once() {
+    // Three 10G ports share a profile with too little headroom and a too-late ECN threshold.
+    let text = "[port_defaults]\nspeed = \"10G\"\n\
+                [port_defaults.buffer_pg]\n\"3-4\" = \"small\"\n\
+                [port_defaults.queue.\"3-4\"]\nwred_profile = \"LATE\"\n\
+                [buffer_profile.small]\npool = \"ingress_lossless_pool\"\nsize = 1024\nxon = 1024\n\
+                xoff = 4096\ndynamic_th = 0\n\
+                [wred_profile.LATE]\necn = \"ecn_all\"\ngreen_min_threshold = 9000000\n\
+                green_max_threshold = 9000000\n\
+                [headroom_calc]\nallow_headroom_below_minimum = true\n\
+                [port.a]\ndevice = \"eth0\"\n[port.b]\ndevice = \"eth1\"\n[port.c]\ndevice = \"eth2\"\n";
+    let warnings = warnings(text);
+    let headroom: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("headroom formula"))
+        .collect();
+    assert_eq!(headroom.len(), 1, "{warnings:?}");
+    assert!(
+        headroom[0].starts_with(
+            "t.toml:11:8: buffer_profile.small.xoff: 4096 bytes of headroom is below the 67584 \
+             bytes the headroom formula requires for port a (and 2 more ports);"
+        ),
+        "{}",
+        headroom[0]
+    );
+    let ecn: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("ECN starts"))
+        .collect();
+    // Queues 3 and 4: one warning each, naming the first port and counting the others.
+    assert_eq!(ecn.len(), 2, "{warnings:?}");
+    assert!(
+        ecn[0].starts_with(
+            "t.toml:15:23: wred_profile.LATE.green_min_threshold: port a (and 2 more ports) queue 3: \
+             ECN starts marking at 9000000 bytes"
+        ),
+        "{}",
+        ecn[0]
+    );
+}
