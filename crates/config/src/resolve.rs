@@ -649,8 +649,9 @@ impl Resolver<'_, '_> {
             });
         }
         let buffer = switch.buffer_size_bytes;
-        let half = round_up_to_cells(buffer / 2, 1) / u64::from(switch.cell_size_bytes)
-            * u64::from(switch.cell_size_bytes);
+        // Half the memory, rounded down to whole cells.
+        let cell = u64::from(switch.cell_size_bytes.max(1));
+        let half = buffer / 2 / cell * cell;
         let size_path = if self.raw.switch.buffer_size_bytes.is_some() {
             "switch.buffer_size_bytes"
         } else {
@@ -1225,66 +1226,58 @@ impl Resolver<'_, '_> {
         let default_priority =
             to_u8(self.ranged(default_priority.copied(), &default_priority_path, 0, 7, 0));
 
-        // Maps.
-        let map_names: [(&'static str, Option<&String>, String); 6] = [
+        // Maps: the port's name, else [port_defaults]'s, else AZURE.
+        let map_choices: [(&'static str, Option<&String>, &NamedMaps); 6] = [
             (
                 "dscp_to_tc_map",
                 raw.dscp_to_tc_map
                     .as_ref()
                     .or(defaults.dscp_to_tc_map.as_ref()),
-                String::new(),
+                &cx.maps.dscp_to_tc,
             ),
             (
                 "dot1p_to_tc_map",
                 raw.dot1p_to_tc_map
                     .as_ref()
                     .or(defaults.dot1p_to_tc_map.as_ref()),
-                String::new(),
+                &cx.maps.dot1p_to_tc,
             ),
             (
                 "tc_to_pg_map",
                 raw.tc_to_pg_map.as_ref().or(defaults.tc_to_pg_map.as_ref()),
-                String::new(),
+                &cx.maps.tc_to_pg,
             ),
             (
                 "tc_to_queue_map",
                 raw.tc_to_queue_map
                     .as_ref()
                     .or(defaults.tc_to_queue_map.as_ref()),
-                String::new(),
+                &cx.maps.tc_to_queue,
             ),
             (
                 "pfc_to_queue_map",
                 raw.pfc_to_queue_map
                     .as_ref()
                     .or(defaults.pfc_to_queue_map.as_ref()),
-                String::new(),
+                &cx.maps.pfc_to_queue,
             ),
             (
                 "pfc_to_pg_map",
                 raw.pfc_to_pg_map
                     .as_ref()
                     .or(defaults.pfc_to_pg_map.as_ref()),
-                String::new(),
+                &cx.maps.pfc_to_pg,
             ),
         ];
-        let map_tables = [
-            &cx.maps.dscp_to_tc,
-            &cx.maps.dot1p_to_tc,
-            &cx.maps.tc_to_pg,
-            &cx.maps.tc_to_queue,
-            &cx.maps.pfc_to_queue,
-            &cx.maps.pfc_to_pg,
-        ];
-        let mut resolved_maps: Vec<Vec<u8>> = Vec::with_capacity(6);
+        let mut resolved_maps: Vec<Vec<u8>> = Vec::with_capacity(map_choices.len());
         let mut names: [String; 6] = Default::default();
-        for (i, ((table, map_name, _), maps)) in map_names.iter().zip(map_tables).enumerate() {
+        for (i, (table, map_name, maps)) in map_choices.into_iter().enumerate() {
             let key = self.d.pick(&[
                 join_key(&path, table),
                 join_key("port_defaults", table),
                 join_key(&path, table),
             ]);
-            let (values, resolved_name) = self.lookup_map(maps, table, *map_name, &key);
+            let (values, resolved_name) = self.lookup_map(maps, table, map_name, &key);
             resolved_maps.push(values.to_vec());
             names[i] = resolved_name;
         }

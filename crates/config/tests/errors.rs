@@ -946,3 +946,15 @@ fn findings_shared_by_several_ports_are_reported_once() {
         ecn[0]
     );
 }
+
+#[test]
+fn port_names_are_unique_by_construction() {
+    let text = format!("{PORT}[port.Ethernet0]\ndevice = \"eth1\"\n");
+    let errors = errors(&text);
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0].starts_with("t.toml:4:1: ") && errors[0].contains("Ethernet0"),
+        "{}",
+        errors[0]
+    );
+}
