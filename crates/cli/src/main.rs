@@ -1,1 +1,58 @@
-fn main() {}
+//! `headroom`: a userspace switch dataplane for lossless Ethernet (PFC, ECN, RoCEv2).
+#![forbid(unsafe_code)]
+
+mod check;
+mod logging;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A software switch for lossless Ethernet: PFC (IEEE 802.1Qbb), ECN marking, SONiC-style
+/// buffer accounting and a PFC watchdog, on Linux interfaces (AF_PACKET) or DPDK ports.
+///
+/// Start with `headroom check -c config/minimal.toml` to see what a configuration means
+/// (headroom, XOFF/XON and drop points per port and priority group), then `headroom run`.
+#[derive(Debug, Parser)]
+#[command(name = "headroom", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the switch on the ports of a configuration until SIGINT or SIGTERM.
+    ///
+    /// SIGHUP reloads the configuration file: a valid new configuration replaces the running
+    /// one at once (queues are drained first, bounded by 200 ms); an invalid one is refused,
+    /// logged, and the old one keeps running. On SIGINT/SIGTERM the switch stops receiving,
+    /// drains what is queued, prints its final counters and exits 0.
+    Run {
+        /// Configuration file (TOML; every key is described in docs/config.md).
+        #[arg(short, long, value_name = "FILE")]
+        config: PathBuf,
+        /// Log format; overrides `switch.log_format`.
+        #[arg(long, value_enum)]
+        log_format: Option<logging::Format>,
+    },
+    /// Validate a configuration and print what it means, without touching any port.
+    ///
+    /// Prints pools (size, reserved, headroom, shared) and, per port and priority group, the
+    /// profile, headroom (xoff), XOFF point, XON point and drop point, in bytes and cells.
+    /// Exits 2 when the configuration is invalid, naming file, line, column, key and reason.
+    Check {
+        /// Configuration file.
+        #[arg(short, long, value_name = "FILE")]
+        config: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { config, log_format } => run::run(&config, log_format),
+        Command::Check { config } => check::check(&config),
+    }
+}

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod clock;
 pub mod lcore;
+pub mod plan;
 
 use backend::{Backend, BackendError, StatsReader};
 use clock::MonotonicClock;

@@ -1,0 +1,206 @@
+//! `headroom run`: start the switch, log events, reload on SIGHUP, drain and report on stop.
+
+use crate::check::{load, EXIT_BAD_INPUT};
+use crate::logging;
+use headroom_afpacket::AfPacketConfig;
+use headroom_config::{Config, Driver, LogFormat};
+use headroom_core::shared::Shared;
+use headroom_core::types::{PortId, PRIORITY_COUNT};
+use headroom_io::pool::{FramePool, PoolConfig};
+use headroom_runtime::backend::{AfPacketBackend, Backend, MemoryBackend};
+use headroom_runtime::{plan, pool_is_full, start, Running};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Exit code when the switch could not start (a port, the layout, a thread).
+const EXIT_START_FAILED: u8 = 1;
+
+enum AnyBackend {
+    AfPacket(AfPacketBackend),
+    Memory(MemoryBackend),
+}
+
+fn backend_for(config: &Config) -> Result<AnyBackend, String> {
+    let pool = FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(config)))
+        .map_err(|e| e.to_string())?;
+    match config.switch.driver {
+        Driver::AfPacket => Ok(AnyBackend::AfPacket(AfPacketBackend::new(
+            pool,
+            AfPacketConfig::default(),
+            true,
+        ))),
+        Driver::Memory => Ok(AnyBackend::Memory(MemoryBackend::new(pool, 1024))),
+        Driver::Dpdk => {
+            Err("this headroom was built without DPDK support (cargo feature `dpdk`)".into())
+        }
+    }
+}
+
+fn start_any(config: &Config, backend: &mut AnyBackend) -> Result<Running, String> {
+    let spec = plan::runtime_spec(config);
+    match backend {
+        AnyBackend::AfPacket(b) => start(spec, b).map_err(|e| e.to_string()),
+        AnyBackend::Memory(b) => start(spec, b).map_err(|e| e.to_string()),
+    }
+}
+
+fn pool_full(backend: &AnyBackend) -> bool {
+    match backend {
+        AnyBackend::AfPacket(b) => pool_is_full(b.pool_stats()),
+        AnyBackend::Memory(b) => pool_is_full(b.pool_stats()),
+    }
+}
+
+pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode {
+    let config = match load(path) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let format = log_format.unwrap_or(match config.switch.log_format {
+        LogFormat::Text => logging::Format::Text,
+        LogFormat::Json => logging::Format::Json,
+    });
+    logging::init(
+        format,
+        &format!("{:?}", config.switch.log_level).to_lowercase(),
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reload = Arc::new(AtomicBool::new(false));
+    for (signal, flag) in [
+        (signal_hook::consts::SIGINT, &stop),
+        (signal_hook::consts::SIGTERM, &stop),
+        (signal_hook::consts::SIGHUP, &reload),
+    ] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(flag)) {
+            tracing::error!(signal, error = %e, "cannot install a signal handler");
+            return ExitCode::from(EXIT_START_FAILED);
+        }
+    }
+
+    let mut config = config;
+    let mut backend = match backend_for(&config) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let mut running = match start_any(&config, &mut backend) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("cannot start: {e}");
+            return ExitCode::from(EXIT_START_FAILED);
+        }
+    };
+    tracing::info!(config = %path.display(), ports = config.ports.len(), lcores = config.runtime.lcores.len(), "headroom running");
+
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+        running.log_events();
+        if !running.is_healthy() {
+            tracing::error!("an lcore stopped unexpectedly; shutting down");
+            break;
+        }
+        if reload.swap(false, Ordering::Relaxed) {
+            match headroom_config::load(path) {
+                Err(errors) => {
+                    tracing::error!("reload refused, the running configuration stays:\n{errors}");
+                }
+                Ok((new, warnings)) => {
+                    for w in &warnings {
+                        tracing::warn!("{w}");
+                    }
+                    tracing::info!(config = %path.display(), "reloading: draining queues, then switching to the new configuration");
+                    let old = running.stop();
+                    print_counters(&old, &config);
+                    let mut new_backend = match backend_for(&new) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            tracing::error!(
+                                "reload failed ({e}); restarting the previous configuration"
+                            );
+                            backend_for(&config).unwrap_or(backend)
+                        }
+                    };
+                    match start_any(&new, &mut new_backend) {
+                        Ok(r) => {
+                            running = r;
+                            backend = new_backend;
+                            config = new;
+                            tracing::info!(
+                                "new configuration running (counters restart from zero)"
+                            );
+                        }
+                        Err(e) => {
+                            tracing::error!("the new configuration could not start ({e}); restarting the previous one");
+                            backend = match backend_for(&config) {
+                                Ok(b) => b,
+                                Err(e) => {
+                                    tracing::error!("{e}");
+                                    return ExitCode::from(EXIT_START_FAILED);
+                                }
+                            };
+                            running = match start_any(&config, &mut backend) {
+                                Ok(r) => r,
+                                Err(e) => {
+                                    tracing::error!(
+                                        "cannot restart the previous configuration: {e}"
+                                    );
+                                    return ExitCode::from(EXIT_START_FAILED);
+                                }
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+    tracing::info!("stopping: draining queues");
+    let shared = running.stop();
+    print_counters(&shared, &config);
+    drop(shared);
+    if !pool_full(&backend) {
+        tracing::error!("frame buffers were not all returned to the pool");
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints the final counters, one line per port, then PFC per priority (SONiC pfcstat layout).
+fn print_counters(shared: &Shared, config: &Config) {
+    let now = headroom_core::time::Instant::MAX;
+    println!(
+        "{:<12} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "Port", "RX frames", "TX frames", "RX bytes", "TX bytes", "Drops"
+    );
+    for (i, port) in config.ports.iter().enumerate() {
+        let s = shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now);
+        println!(
+            "{:<12} {:>12} {:>12} {:>12} {:>12} {:>10}",
+            port.name,
+            s.rx_frames,
+            s.tx_frames(),
+            s.rx_bytes,
+            s.tx_bytes(),
+            s.drops_total()
+        );
+    }
+    for (title, rx) in [("Port Rx", true), ("Port Tx", false)] {
+        print!("\n{title:<12}");
+        for p in 0..PRIORITY_COUNT {
+            print!(" {:>8}", format!("PFC{p}"));
+        }
+        println!();
+        for (i, port) in config.ports.iter().enumerate() {
+            let s = shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now);
+            print!("{:<12}", port.name);
+            for p in 0..PRIORITY_COUNT {
+                print!(" {:>8}", if rx { s.pfc_rx[p] } else { s.pfc_tx[p] });
+            }
+            println!();
+        }
+    }
+}
