@@ -7,7 +7,9 @@
 //! the core's next deadline, whichever comes first.
 
 use crate::clock::MonotonicClock;
+use crate::mirror::{CaptureControl, Mirror};
 use headroom_core::egress::Egress;
+use headroom_core::fdb::FdbEntry;
 use headroom_core::frame::Frame;
 use headroom_core::ingress::Ingress;
 use headroom_core::time::Instant;
@@ -64,6 +66,31 @@ fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
+/// A request from the control plane to an lcore, handled between bursts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LcoreCommand {
+    /// List the MAC table of this lcore's ingress side.
+    DumpFdb,
+    /// Turn the PFC watchdog's big red switch on or off on this lcore's egress side.
+    SetBigRedSwitch(bool),
+}
+
+/// An lcore's answer to a [`LcoreCommand`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LcoreReply {
+    /// The MAC table (empty when the lcore has no ingress side).
+    Fdb(Vec<FdbEntry>),
+    /// Done.
+    Done,
+}
+
+/// The lcore's end of the control channel.
+#[derive(Debug)]
+pub(crate) struct ControlChannel {
+    pub(crate) commands: rtrb::Consumer<LcoreCommand>,
+    pub(crate) replies: rtrb::Producer<LcoreReply>,
+}
+
 /// A transmit port of an lcore with the frames the device has not taken yet.
 #[derive(Debug)]
 pub(crate) struct TxPort<F, T> {
@@ -85,6 +112,9 @@ pub(crate) struct Lcore<F: Frame, R, T> {
     pub(crate) burst: usize,
     pub(crate) drain_timeout: Duration,
     pub(crate) stats: Arc<LcoreStats>,
+    pub(crate) control: ControlChannel,
+    pub(crate) mirror: Mirror,
+    pub(crate) capture: Arc<CaptureControl>,
 }
 
 impl<F, R, T> Lcore<F, R, T>
@@ -105,6 +135,7 @@ where
         let mut idle: u32 = 0;
         while !stop.load(Ordering::Relaxed) {
             let now = clock.now();
+            self.handle_commands(now);
             let work = self.iterate(now, &mut burst, true);
             bump(&self.stats.iterations, 1);
             if work > 0 {
@@ -127,6 +158,27 @@ where
         tracing::debug!(lcore = %self.name, "lcore stopped");
     }
 
+    fn handle_commands(&mut self, now: Instant) {
+        while let Ok(command) = self.control.commands.pop() {
+            let reply = match command {
+                LcoreCommand::DumpFdb => LcoreReply::Fdb(
+                    self.ingress
+                        .as_ref()
+                        .map(|i| i.fdb().entries(now).collect())
+                        .unwrap_or_default(),
+                ),
+                LcoreCommand::SetBigRedSwitch(on) => {
+                    if let Some(e) = self.egress.as_mut() {
+                        e.set_big_red_switch(on, now);
+                    }
+                    LcoreReply::Done
+                }
+            };
+            // The control plane waits for each reply before the next command; the ring has room.
+            let _ = self.control.replies.push(reply);
+        }
+    }
+
     /// One loop iteration; returns how many frames moved.
     fn iterate(&mut self, now: Instant, burst: &mut Vec<F>, receive: bool) -> usize {
         let mut work = 0;
@@ -136,6 +188,12 @@ where
                     let n = rx.rx_burst(burst, self.burst);
                     if n > 0 {
                         work += n;
+                        self.mirror.record(
+                            &self.capture,
+                            port.0,
+                            false,
+                            burst.iter().map(Frame::data),
+                        );
                         bump(&self.stats.rx_frames, n as u64);
                         ingress.handle_rx_burst(now, *port, burst);
                     }

@@ -9,17 +9,20 @@
 pub mod backend;
 pub mod clock;
 pub mod lcore;
+pub mod mirror;
 pub mod plan;
 
 use backend::{Backend, BackendError, StatsReader};
 use clock::MonotonicClock;
 use headroom_core::events::Event;
+use headroom_core::fdb::FdbEntry;
 use headroom_core::params::{ParamsError, SwitchParams};
 use headroom_core::shared::{Layout, Shared};
 use headroom_core::switch::{build, Parts};
 use headroom_core::types::PortId;
 use headroom_io::pool::PoolStats;
-use lcore::{Lcore, LcoreStats, Polling, TxPort};
+use lcore::{ControlChannel, Lcore, LcoreCommand, LcoreReply, LcoreStats, Polling, TxPort};
+use mirror::{mirror_pair, CaptureControl, MirrorReader};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -158,6 +161,9 @@ pub struct Running {
     port_stats: Vec<StatsReader>,
     devices: Vec<String>,
     clock: MonotonicClock,
+    commands: Vec<(rtrb::Producer<LcoreCommand>, rtrb::Consumer<LcoreReply>)>,
+    mirrors: Vec<MirrorReader>,
+    capture: Arc<CaptureControl>,
 }
 
 impl fmt::Debug for Running {
@@ -214,8 +220,16 @@ where
     let mut threads = Vec::new();
     let mut lcore_stats = Vec::new();
     let (mut in_side, mut out_side) = (0, 0);
+    let capture = Arc::new(CaptureControl::new(spec.params.ports.len()));
+    let mut commands = Vec::new();
+    let mut mirrors = Vec::new();
     for (n, l) in spec.lcores.iter().enumerate() {
         let stats = Arc::new(LcoreStats::default());
+        let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(4);
+        let (reply_tx, reply_rx) = rtrb::RingBuffer::new(4);
+        commands.push((cmd_tx, reply_rx));
+        let (mirror, mirror_reader) = mirror_pair();
+        mirrors.push(mirror_reader);
         let lcore: Lcore<B::Frame, B::Rx, B::Tx> = Lcore {
             name: format!("lcore{n}"),
             cpu: l.cpu,
@@ -251,6 +265,12 @@ where
             burst: spec.burst,
             drain_timeout: spec.drain_timeout,
             stats: Arc::clone(&stats),
+            control: ControlChannel {
+                commands: cmd_rx,
+                replies: reply_tx,
+            },
+            mirror,
+            capture: Arc::clone(&capture),
         };
         let lcore_stop = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
@@ -277,6 +297,9 @@ where
         port_stats,
         devices: spec.devices,
         clock,
+        commands,
+        mirrors,
+        capture,
     })
 }
 
@@ -310,6 +333,56 @@ impl Running {
     #[must_use]
     pub fn backend_stats(&self, port: PortId) -> headroom_io::BackendStats {
         (self.port_stats[port.index()])()
+    }
+
+    /// Sends `command` to every lcore and collects the replies (waits up to `timeout` for each).
+    pub fn command(&mut self, command: LcoreCommand, timeout: Duration) -> Vec<LcoreReply> {
+        let mut replies = Vec::new();
+        for (tx, rx) in &mut self.commands {
+            if tx.push(command).is_err() {
+                continue;
+            }
+            let deadline = std::time::Instant::now() + timeout;
+            loop {
+                if let Ok(r) = rx.pop() {
+                    replies.push(r);
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    tracing::warn!(?command, "an lcore did not answer in time");
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        replies
+    }
+
+    /// The MAC tables of every lcore, merged.
+    pub fn fdb(&mut self) -> Vec<FdbEntry> {
+        self.command(LcoreCommand::DumpFdb, Duration::from_secs(1))
+            .into_iter()
+            .flat_map(|r| match r {
+                LcoreReply::Fdb(e) => e,
+                LcoreReply::Done => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Turns the PFC watchdog's big red switch on or off on every lcore.
+    pub fn set_big_red_switch(&mut self, on: bool) {
+        self.command(LcoreCommand::SetBigRedSwitch(on), Duration::from_secs(1));
+    }
+
+    /// Which ports are captured (set flags with [`CaptureControl::set`]).
+    #[must_use]
+    pub fn capture_control(&self) -> &Arc<CaptureControl> {
+        &self.capture
+    }
+
+    /// The control plane's ends of the lcores' capture rings.
+    pub fn mirrors(&mut self) -> &mut [MirrorReader] {
+        &mut self.mirrors
     }
 
     /// Takes every pending dataplane event.
