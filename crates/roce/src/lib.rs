@@ -1,2 +1,17 @@
-//! headroom-roce: see Cargo.toml for its purpose. Work in progress.
+//! headroom-roce: the NIC side of a RoCEv2 fabric, as sans-IO state machines.
+//!
+//! Our traffic tool `rocegen` has to behave like an RDMA NIC on a lossless fabric without having
+//! one. This crate holds the logic it needs, with no I/O, no clock, no thread and no allocation
+//! after construction:
+//!
+//! * [`dcqcn`]: the DCQCN reaction point (per-QP rate control on CNPs), paper and NVIDIA modes;
+//! * [`time`]: the [`Instant`](time::Instant) every state machine takes as `now`.
+//!
+//! Every state machine follows the quinn-proto shape: `handle_*` methods consume inputs,
+//! `poll_*` methods produce outputs, `poll_timeout()` says when `handle_timeout(now)` must next be
+//! called, and getters report state. Time is passed in; the same inputs always give the same
+//! outputs.
 #![forbid(unsafe_code)]
+
+pub mod dcqcn;
+pub mod time;
