@@ -5,6 +5,7 @@
 //! after construction:
 //!
 //! * [`dcqcn`]: the DCQCN reaction point (per-QP rate control on CNPs), paper and NVIDIA modes;
+//! * [`pause`]: honouring received PFC and 802.3x PAUSE frames, per priority, with counters;
 //! * [`time`]: the [`Instant`](time::Instant) every state machine takes as `now`.
 //!
 //! Every state machine follows the quinn-proto shape: `handle_*` methods consume inputs,
@@ -14,4 +15,5 @@
 #![forbid(unsafe_code)]
 
 pub mod dcqcn;
+pub mod pause;
 pub mod time;
