@@ -5,6 +5,7 @@
 //! after construction:
 //!
 //! * [`dcqcn`]: the DCQCN reaction point (per-QP rate control on CNPs), paper and NVIDIA modes;
+//! * [`pacer`]: exact token buckets: the per-QP rate limiter and the emulated link serializer;
 //! * [`pause`]: honouring received PFC and 802.3x PAUSE frames, per priority, with counters;
 //! * [`time`]: the [`Instant`](time::Instant) every state machine takes as `now`.
 //!
@@ -15,5 +16,6 @@
 #![forbid(unsafe_code)]
 
 pub mod dcqcn;
+pub mod pacer;
 pub mod pause;
 pub mod time;
