@@ -5,6 +5,7 @@
 //! after construction:
 //!
 //! * [`dcqcn`]: the DCQCN reaction point (per-QP rate control on CNPs), paper and NVIDIA modes;
+//! * [`np`]: the DCQCN notification point (CNP generation per flow, the paper's N-window rule);
 //! * [`pacer`]: exact token buckets: the per-QP rate limiter and the emulated link serializer;
 //! * [`pause`]: honouring received PFC and 802.3x PAUSE frames, per priority, with counters;
 //! * [`time`]: the [`Instant`](time::Instant) every state machine takes as `now`.
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod dcqcn;
+pub mod np;
 pub mod pacer;
 pub mod pause;
 pub mod time;
