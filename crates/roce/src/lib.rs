@@ -8,6 +8,8 @@
 //! * [`np`]: the DCQCN notification point (CNP generation per flow, the paper's N-window rule);
 //! * [`pacer`]: exact token buckets: the per-QP rate limiter and the emulated link serializer;
 //! * [`pause`]: honouring received PFC and 802.3x PAUSE frames, per priority, with counters;
+//! * [`rc`]: the RC transport for RDMA WRITE: requester (segmentation, window, go-back-N) and
+//!   responder (PSN checks, NAKs, ACK coalescing, MSN);
 //! * [`time`]: the [`Instant`](time::Instant) every state machine takes as `now`.
 //!
 //! Every state machine follows the quinn-proto shape: `handle_*` methods consume inputs,
@@ -20,4 +22,5 @@ pub mod dcqcn;
 pub mod np;
 pub mod pacer;
 pub mod pause;
+pub mod rc;
 pub mod time;
