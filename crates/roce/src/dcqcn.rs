@@ -11,6 +11,21 @@
 //!   them. A CNP only raises flags; alpha is updated on a fixed tick (`dce_tcp_rtt`), and the rate is
 //!   cut at most once per `rate_reduce_monitor_period`, on a grid that starts at the first CNP.
 //!
+//! # NVIDIA-mode timing, as HPCC-ns3 schedules it
+//!
+//! The first CNP allocates the limiter: alpha = `initial_alpha_value`, `Rt = Rc =
+//! rate_to_set_on_first_cnp`, and that CNP adds nothing to alpha. Alpha ticks run at
+//! `first_cnp + k * dce_tcp_rtt`; decrease checks at `first_cnp + 1 ns + k * period` (k >= 1), so
+//! each check sees the alpha tick that shares its microsecond (the "+1 ns" of
+//! `ScheduleDecreaseRateMlx(q, 1)`). A CNP counts for the first alpha tick and the first check
+//! strictly after it. The increase timer restarts at each cut; since 300 us is a multiple of the
+//! 4 us period, its expiries coincide with checks, and then the increase runs first (ns-3 runs
+//! same-time events in scheduling order, and the timer was scheduled earlier). The limiter is
+//! never released: a QP back at line rate reacts to a later CNP as to any non-first CNP
+//! (HPCC-ns3's `m_first_cnp` is cleared once). `rpg_min_dec_fac` and `rpg_byte_reset` are
+//! firmware features HPCC-ns3 lacks; their semantics here follow the mlx5 descriptions (see
+//! [`NvidiaParams`]).
+//!
 //! # Driving it
 //!
 //! The state machine is sans-IO and deterministic: time only enters through the `now` arguments.
