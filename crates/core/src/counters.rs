@@ -178,6 +178,8 @@ pub struct IngressPortCounters {
     pub pg_used_bytes: PerPrio<Gauge>,
     /// Frames refused by egress admission of each of this port's queues.
     pub queue_admission_drops: PerPrio<Counter>,
+    /// Bytes of those frames.
+    pub queue_admission_drop_bytes: PerPrio<Counter>,
     /// Highest use of each of this port's queues seen at admission, bytes.
     pub queue_watermark: PerPrio<Watermark>,
 }
@@ -204,6 +206,8 @@ pub struct EgressPortCounters {
     pub wred_drops: PerPrio<Counter>,
     /// Frames the PFC watchdog dropped from each queue.
     pub pfcwd_drops: PerPrio<Counter>,
+    /// Bytes of frames WRED or the PFC watchdog dropped from each queue.
+    pub queue_drop_bytes: PerPrio<Counter>,
     /// PFC frames sent with each priority's enable bit set, XON included.
     pub pfc_tx: PerPrio<Counter>,
     /// PFC frames sent.
@@ -214,6 +218,39 @@ pub struct EgressPortCounters {
     pub queue_depth_bytes: PerPrio<Gauge>,
     /// Sum of queueing delays of sent frames, ns (with `tx_frames`, the mean).
     pub queue_delay_ns_sum: PerPrio<Counter>,
+    /// Queueing delays of sent frames, log2 buckets: bucket k counts delays in
+    /// [2^(k-1), 2^k) ns (bucket 0: 0 ns; the last bucket takes everything longer).
+    pub queue_delay_buckets: PerPrio<DelayHistogram>,
+}
+
+/// A log2 histogram of queueing delays (see [`delay_bucket`]), one writer.
+#[derive(Debug)]
+pub struct DelayHistogram(pub [Counter; DELAY_BUCKETS]);
+
+impl Default for DelayHistogram {
+    fn default() -> Self {
+        Self(core::array::from_fn(|_| Counter::default()))
+    }
+}
+
+/// Buckets of the queueing-delay histogram (2^39 ns ≈ 550 s).
+pub const DELAY_BUCKETS: usize = 40;
+
+/// The histogram bucket of a delay of `ns` nanoseconds.
+#[inline]
+#[must_use]
+pub fn delay_bucket(ns: u64) -> usize {
+    ((64 - ns.leading_zeros()) as usize).min(DELAY_BUCKETS - 1)
+}
+
+/// The smallest delay that falls into bucket `k`, ns.
+#[must_use]
+pub fn delay_bucket_floor(k: usize) -> u64 {
+    if k == 0 {
+        0
+    } else {
+        1 << (k - 1)
+    }
 }
 
 #[cfg(test)]
@@ -232,6 +269,17 @@ mod tests {
         assert_eq!(w.peek(), 5);
         assert_eq!(w.take(), 5);
         assert_eq!(w.take(), 0);
+    }
+
+    #[test]
+    fn delay_buckets_are_log2() {
+        assert_eq!(delay_bucket(0), 0);
+        assert_eq!(delay_bucket(1), 1);
+        assert_eq!(delay_bucket(2), 2);
+        assert_eq!(delay_bucket(3), 2);
+        assert_eq!(delay_bucket(1024), 11);
+        assert_eq!(delay_bucket_floor(11), 1024);
+        assert_eq!(delay_bucket(u64::MAX), DELAY_BUCKETS - 1);
     }
 
     #[test]

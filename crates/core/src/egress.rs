@@ -336,6 +336,7 @@ impl<F: Frame> Egress<F> {
             match verdict {
                 WredVerdict::Drop => {
                     counters.wred_drops[q].inc();
+                    counters.queue_drop_bytes[q].add(len);
                     counters.drops[DropReason::WredDrop.index()].inc();
                     continue;
                 }
@@ -349,7 +350,9 @@ impl<F: Frame> Egress<F> {
             queue.last_tx = now;
             counters.tx_frames[q].inc();
             counters.tx_bytes[q].add(len);
-            counters.queue_delay_ns_sum[q].add(now.as_nanos().saturating_sub(meta.enqueued_ns));
+            let delay = now.as_nanos().saturating_sub(meta.enqueued_ns);
+            counters.queue_delay_ns_sum[q].add(delay);
+            counters.queue_delay_buckets[q].0[crate::counters::delay_bucket(delay)].inc();
             counters.queue_depth_bytes[q].set(depth - len);
             port.shaper.consume(u32::try_from(len).unwrap_or(u32::MAX));
             out.push(frame);
@@ -375,6 +378,7 @@ impl<F: Frame> Egress<F> {
                 release(&self.shared, self.side, p, q, &meta);
                 self.released_any = true;
                 counters.pfcwd_drops[q].inc();
+                counters.queue_drop_bytes[q].add(frame.len() as u64);
                 counters.drops[DropReason::PfcwdQueue.index()].inc();
                 drop(frame);
             }

@@ -452,6 +452,7 @@ impl<F: Frame> Ingress<F> {
         if let Err(reason) = self.egress_buffers.admit(o, m.queue, u64::from(cells)) {
             self.buffers.release(in_p, m.pg, u64::from(cells));
             counters.ports[o].queue_admission_drops[m.queue].inc();
+            counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);
             return self.drop_frame(m.in_port, reason, frame);
         }
         if self.producers[o][m.queue].is_full() {
@@ -459,6 +460,7 @@ impl<F: Frame> Ingress<F> {
             self.buffers.release(in_p, m.pg, u64::from(cells));
             self.egress_buffers.release(o, m.queue, u64::from(cells));
             counters.ports[o].queue_admission_drops[m.queue].inc();
+            counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);
             return self.drop_frame(m.in_port, DropReason::QueueRingFull, frame);
         }
         let queued = Queued {

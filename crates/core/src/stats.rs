@@ -19,6 +19,8 @@ pub struct QueueStats {
     pub tx_bytes: u64,
     /// Frames dropped for this queue: refused at admission, WRED, watchdog.
     pub drop_frames: u64,
+    /// Bytes of those frames.
+    pub drop_bytes: u64,
     /// Frames marked CE.
     pub ecn_marked: u64,
     /// Depth at the last dequeue, bytes.
@@ -129,6 +131,7 @@ impl Shared {
                 s.pgs[i].used_bytes += c.pg_used_bytes[i].get();
                 s.pgs[i].xoff_transitions += c.pg_xoff_transitions[i].get();
                 s.queues[i].drop_frames += c.queue_admission_drops[i].get();
+                s.queues[i].drop_bytes += c.queue_admission_drop_bytes[i].get();
             }
             for (d, c) in s.drops.iter_mut().zip(&c.drops) {
                 *d += c.get();
@@ -143,6 +146,7 @@ impl Shared {
                 q.tx_frames += c.tx_frames[i].get();
                 q.tx_bytes += c.tx_bytes[i].get();
                 q.drop_frames += c.wred_drops[i].get() + c.pfcwd_drops[i].get();
+                q.drop_bytes += c.queue_drop_bytes[i].get();
                 q.ecn_marked += c.ecn_marked[i].get();
                 q.depth_bytes += c.queue_depth_bytes[i].get();
                 q.delay_ns_sum += c.queue_delay_ns_sum[i].get();
