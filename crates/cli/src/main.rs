@@ -2,8 +2,11 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod client;
 mod logging;
+mod metrics;
 mod run;
+mod table;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -47,6 +50,45 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Read counters, watermarks and state of the running switch (SONiC's `show`).
+    Show {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        what: client::ShowCommand,
+    },
+    /// Clear counters or watermarks of the running switch.
+    Clear {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        what: client::ClearCommand,
+    },
+    /// Change the running switch: each change is validated like the configuration file and
+    /// applied atomically (port TX enable and the big red switch at once; others by a drained
+    /// reconfiguration that keeps counters).
+    Set {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        change: client::SetCommand,
+    },
+    /// Save, roll back and list named snapshots of the running configuration. Snapshot before
+    /// every change; one command rolls back.
+    Config {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(subcommand)]
+        command: client::ConfigCommand,
+    },
+    /// Write what a port of the running switch receives and sends (PFC frames it generates
+    /// included) to a pcap file, for Wireshark.
+    Capture {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(flatten)]
+        args: client::CaptureArgs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -54,5 +96,10 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { config, log_format } => run::run(&config, log_format),
         Command::Check { config } => check::check(&config),
+        Command::Show { target, what } => client::show(&target, what),
+        Command::Clear { target, what } => client::clear(&target, what),
+        Command::Set { target, change } => client::set(&target, change),
+        Command::Config { target, command } => client::config(&target, command),
+        Command::Capture { target, args } => client::capture(&target, &args),
     }
 }

@@ -8,6 +8,7 @@ use headroom_core::shared::Shared;
 use headroom_core::types::{PortId, PRIORITY_COUNT};
 use headroom_io::pool::{FramePool, PoolConfig};
 use headroom_runtime::backend::{AfPacketBackend, Backend, MemoryBackend};
+use headroom_runtime::control::{ControlAction, ControlPlane};
 use headroom_runtime::{plan, pool_is_full, start, Running};
 use std::path::Path;
 use std::process::ExitCode;
@@ -59,6 +60,13 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
         Ok(c) => c,
         Err(code) => return code,
     };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {}: {e}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let format = log_format.unwrap_or(match config.switch.log_format {
         LogFormat::Text => logging::Format::Text,
         LogFormat::Json => logging::Format::Json,
@@ -81,7 +89,6 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
         }
     }
 
-    let mut config = config;
     let mut backend = match backend_for(&config) {
         Ok(b) => b,
         Err(e) => {
@@ -89,71 +96,107 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let mut running = match start_any(&config, &mut backend) {
+    let mut control = match ControlPlane::bind(path, text, config) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the control socket");
+            return ExitCode::from(EXIT_START_FAILED);
+        }
+    };
+    let mut running = match start_any(control.config(), &mut backend) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot start: {e}");
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    tracing::info!(config = %path.display(), ports = config.ports.len(), lcores = config.runtime.lcores.len(), "headroom running");
+    let metrics = match control.config().runtime.prometheus_listen {
+        Some(addr) => match crate::metrics::Exporter::bind(addr) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::error!(%addr, error = %e, "cannot listen for Prometheus");
+                return ExitCode::from(EXIT_START_FAILED);
+            }
+        },
+        None => None,
+    };
+    tracing::info!(
+        config = %path.display(),
+        ports = control.config().ports.len(),
+        lcores = control.config().runtime.lcores.len(),
+        socket = %control.socket_path().display(),
+        "headroom running"
+    );
 
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50));
-        running.log_events();
+        std::thread::sleep(Duration::from_millis(20));
+        for event in running.drain_events() {
+            headroom_runtime::log_event(running.shared(), &event);
+            control.note_event(&event);
+        }
         if !running.is_healthy() {
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;
         }
+        if let Some(m) = &metrics {
+            m.serve(&control, &running);
+        }
+        let mut apply = match control.poll(&mut running) {
+            ControlAction::None => None,
+            ControlAction::Apply {
+                text,
+                config,
+                reason,
+            } => Some((text, *config, reason, true)),
+        };
         if reload.swap(false, Ordering::Relaxed) {
-            match headroom_config::load(path) {
-                Err(errors) => {
-                    tracing::error!("reload refused, the running configuration stays:\n{errors}");
+            match (headroom_config::load(path), std::fs::read_to_string(path)) {
+                (Err(errors), _) => {
+                    tracing::error!("reload refused, the running configuration stays:\n{errors}")
                 }
-                Ok((new, warnings)) => {
+                (_, Err(e)) => tracing::error!("reload refused: {}: {e}", path.display()),
+                (Ok((new, warnings)), Ok(text)) => {
                     for w in &warnings {
                         tracing::warn!("{w}");
                     }
-                    tracing::info!(config = %path.display(), "reloading: draining queues, then switching to the new configuration");
-                    let old = running.stop();
-                    print_counters(&old, &config);
-                    let mut new_backend = match backend_for(&new) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            tracing::error!(
-                                "reload failed ({e}); restarting the previous configuration"
-                            );
-                            backend_for(&config).unwrap_or(backend)
-                        }
-                    };
-                    match start_any(&new, &mut new_backend) {
+                    apply = Some((
+                        text,
+                        new,
+                        format!("SIGHUP reload of {}", path.display()),
+                        false,
+                    ));
+                }
+            }
+        }
+        if let Some((text, new, reason, from_socket)) = apply {
+            tracing::info!(%reason, "config change: draining queues, then switching to the new configuration");
+            let old = running.stop();
+            match restart(&new, &mut backend) {
+                Ok(r) => {
+                    running = r;
+                    tracing::info!(%reason, "config change applied");
+                    if from_socket {
+                        control.applied(Ok((text, new, Some(old))));
+                    } else {
+                        control.carry_over(&old, text, new);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(%reason, error = %e, "the new configuration could not start; restarting the previous one");
+                    match restart(control.config(), &mut backend) {
                         Ok(r) => {
+                            let previous = control.config().clone();
+                            let previous_text = control.config_text().to_owned();
+                            control.carry_over(&old, previous_text, previous);
                             running = r;
-                            backend = new_backend;
-                            config = new;
-                            tracing::info!(
-                                "new configuration running (counters restart from zero)"
-                            );
                         }
                         Err(e) => {
-                            tracing::error!("the new configuration could not start ({e}); restarting the previous one");
-                            backend = match backend_for(&config) {
-                                Ok(b) => b,
-                                Err(e) => {
-                                    tracing::error!("{e}");
-                                    return ExitCode::from(EXIT_START_FAILED);
-                                }
-                            };
-                            running = match start_any(&config, &mut backend) {
-                                Ok(r) => r,
-                                Err(e) => {
-                                    tracing::error!(
-                                        "cannot restart the previous configuration: {e}"
-                                    );
-                                    return ExitCode::from(EXIT_START_FAILED);
-                                }
-                            };
+                            tracing::error!(error = %e, "cannot restart the previous configuration");
+                            return ExitCode::from(EXIT_START_FAILED);
                         }
+                    }
+                    if from_socket {
+                        control.applied(Err(e));
                     }
                 }
             }
@@ -161,12 +204,18 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
     }
     tracing::info!("stopping: draining queues");
     let shared = running.stop();
-    print_counters(&shared, &config);
+    print_counters(&shared, control.config());
     drop(shared);
     if !pool_full(&backend) {
         tracing::error!("frame buffers were not all returned to the pool");
     }
     ExitCode::SUCCESS
+}
+
+/// Starts a configuration on a fresh backend (ports reopened).
+fn restart(config: &Config, backend: &mut AnyBackend) -> Result<Running, String> {
+    *backend = backend_for(config)?;
+    start_any(config, backend)
 }
 
 /// Prints the final counters, one line per port, then PFC per priority (SONiC pfcstat layout).

@@ -89,6 +89,60 @@ impl PortStats {
     pub fn drops_total(&self) -> u64 {
         self.drops.iter().sum()
     }
+
+    /// Applies `f` to every pair of corresponding counters of `self` and `other`.
+    fn zip_with(&self, other: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
+        let arr = |a: &[u64; PRIORITY_COUNT], b: &[u64; PRIORITY_COUNT]| {
+            core::array::from_fn(|i| f(a[i], b[i]))
+        };
+        Self {
+            rx_frames: f(self.rx_frames, other.rx_frames),
+            rx_bytes: f(self.rx_bytes, other.rx_bytes),
+            rx_tc_frames: arr(&self.rx_tc_frames, &other.rx_tc_frames),
+            rx_tc_bytes: arr(&self.rx_tc_bytes, &other.rx_tc_bytes),
+            pfc_rx: arr(&self.pfc_rx, &other.pfc_rx),
+            pfc_tx: arr(&self.pfc_tx, &other.pfc_tx),
+            pfc_frames_tx: f(self.pfc_frames_tx, other.pfc_frames_tx),
+            pause_rx: f(self.pause_rx, other.pause_rx),
+            paused_ns: arr(&self.paused_ns, &other.paused_ns),
+            drops: core::array::from_fn(|i| f(self.drops[i], other.drops[i])),
+            queues: core::array::from_fn(|i| {
+                let (a, b) = (&self.queues[i], &other.queues[i]);
+                QueueStats {
+                    tx_frames: f(a.tx_frames, b.tx_frames),
+                    tx_bytes: f(a.tx_bytes, b.tx_bytes),
+                    drop_frames: f(a.drop_frames, b.drop_frames),
+                    drop_bytes: f(a.drop_bytes, b.drop_bytes),
+                    ecn_marked: f(a.ecn_marked, b.ecn_marked),
+                    // A level, not a counter: the newer value.
+                    depth_bytes: a.depth_bytes,
+                    delay_ns_sum: f(a.delay_ns_sum, b.delay_ns_sum),
+                }
+            }),
+            pgs: core::array::from_fn(|i| {
+                let (a, b) = (&self.pgs[i], &other.pgs[i]);
+                PgStats {
+                    frames: f(a.frames, b.frames),
+                    drops: f(a.drops, b.drops),
+                    used_bytes: a.used_bytes,
+                    xoff_transitions: f(a.xoff_transitions, b.xoff_transitions),
+                }
+            }),
+        }
+    }
+
+    /// Counter-wise sum (levels such as depths are taken from `self`). Used to carry counters
+    /// over a reconfiguration.
+    #[must_use]
+    pub fn plus(&self, other: &Self) -> Self {
+        self.zip_with(other, u64::saturating_add)
+    }
+
+    /// Counter-wise difference, saturating at 0 (levels from `self`). Used for "clear" views.
+    #[must_use]
+    pub fn minus(&self, other: &Self) -> Self {
+        self.zip_with(other, u64::saturating_sub)
+    }
 }
 
 /// Read-and-clear watermarks of one port, bytes.

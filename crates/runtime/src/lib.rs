@@ -8,9 +8,11 @@
 
 pub mod backend;
 pub mod clock;
+pub mod control;
 pub mod lcore;
 pub mod mirror;
 pub mod plan;
+pub mod protocol;
 
 use backend::{Backend, BackendError, StatsReader};
 use clock::MonotonicClock;

@@ -1,0 +1,956 @@
+//! The operator commands that talk to a running switch over its control socket:
+//! `show`, `clear`, `set`, `config save|rollback|list`, `capture`.
+
+use crate::table::{thousands, Table};
+use clap::{Args, Subcommand, ValueEnum};
+use headroom_runtime::protocol::{
+    CaptureRequest, Change, Clear, FdbRow, PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow,
+    PgDropRow, PgWatermarkKind, PoolWatermarkRow, PortSummary, QueueCounters, Request, Response,
+    RunningConfig, Show, WatermarkRow,
+};
+use serde::de::DeserializeOwned;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Where the running switch listens.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct Target {
+    /// Control socket of the running switch. Default: the `runtime.control_socket` of
+    /// `--config`, else the only socket in /run/headroom.
+    #[arg(short, long, global = true, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Configuration file of the running switch (to find its control socket).
+    #[arg(short, long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print JSON instead of tables (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+impl Target {
+    fn socket_path(&self) -> Result<PathBuf, String> {
+        if let Some(s) = &self.socket {
+            return Ok(s.clone());
+        }
+        if let Some(c) = &self.config {
+            let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
+            return Ok(config.runtime.control_socket);
+        }
+        let dir = Path::new("/run/headroom");
+        let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match sockets.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => {
+                Err("no running headroom found in /run/headroom; pass --socket or --config".into())
+            }
+            _ => Err(format!(
+                "several switches run ({}); pass --socket or --config",
+                sockets.len()
+            )),
+        }
+    }
+
+    pub(crate) fn connect(&self) -> Result<UnixStream, String> {
+        let path = self.socket_path()?;
+        UnixStream::connect(&path)
+            .map_err(|e| format!("cannot reach the switch at {}: {e}", path.display()))
+    }
+
+    /// Sends one request, returns the response.
+    pub(crate) fn request(&self, request: &Request) -> Result<Response, String> {
+        let stream = self.connect()?;
+        send(&stream, request)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        read_response(&mut BufReader::new(&stream))
+    }
+
+    fn fetch<T: DeserializeOwned>(
+        &self,
+        request: &Request,
+    ) -> Result<(T, serde_json::Value), String> {
+        let response = self.request(request)?;
+        if !response.ok {
+            return Err(response
+                .error
+                .unwrap_or_else(|| "the switch refused the request".into()));
+        }
+        let typed = serde_json::from_value(response.data.clone())
+            .map_err(|e| format!("unexpected answer: {e}"))?;
+        Ok((typed, response.data))
+    }
+}
+
+fn send(mut stream: &UnixStream, request: &Request) -> Result<(), String> {
+    let mut line = serde_json::to_string(request).map_err(|e| e.to_string())?;
+    line.push('\n');
+    stream
+        .write_all(line.as_bytes())
+        .map_err(|e| format!("cannot send the request: {e}"))
+}
+
+fn read_response(reader: &mut impl BufRead) -> Result<Response, String> {
+    let mut line = String::new();
+    reader
+        .read_line(&mut line)
+        .map_err(|e| format!("no answer from the switch: {e}"))?;
+    serde_json::from_str(&line).map_err(|e| format!("unreadable answer from the switch: {e}"))
+}
+
+/// `headroom show …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ShowCommand {
+    /// PFC counters (SONiC `show pfc counters`): frames received and sent per priority.
+    Pfc {
+        #[command(subcommand)]
+        what: PfcWhat,
+    },
+    /// Queue counters or watermarks (SONiC `show queue counters|watermark`).
+    Queue {
+        #[command(subcommand)]
+        what: QueueWhat,
+    },
+    /// Priority-group watermarks and drops (SONiC `show priority-group …`).
+    PriorityGroup {
+        #[command(subcommand)]
+        what: PgWhat,
+    },
+    /// Buffer pool watermarks, including the shared headroom pool.
+    BufferPool {
+        #[command(subcommand)]
+        what: PoolWhat,
+    },
+    /// PFC watchdog configuration and statistics (SONiC `show pfcwd config|stats`).
+    Pfcwd {
+        #[command(subcommand)]
+        what: PfcwdWhat,
+    },
+    /// ECN marks per queue.
+    Ecn,
+    /// Ports: speed, TX state, traffic, drops by reason.
+    Ports,
+    /// The MAC table.
+    Fdb,
+    /// The running configuration with its derived values.
+    Config,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PfcWhat {
+    /// Rx and Tx tables, PFC0–PFC7 per port.
+    Counters,
+    /// Lossless priorities per port.
+    Priority,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueWhat {
+    /// Packets, bytes and drops per queue.
+    Counters,
+    /// Highest occupancy per queue since the last clear.
+    Watermark {
+        /// Since start (or the last persistent clear) instead.
+        #[arg(long)]
+        persistent: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PgWhat {
+    /// Highest occupancy per PG since the last clear.
+    Watermark {
+        /// Shared or headroom.
+        #[arg(value_enum)]
+        kind: WatermarkKind,
+        /// Since start (or the last persistent clear) instead.
+        #[arg(long)]
+        persistent: bool,
+    },
+    /// Frames dropped per PG.
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum WatermarkKind {
+    /// Shared buffer.
+    Shared,
+    /// Headroom.
+    Headroom,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PoolWhat {
+    /// Highest shared and shared-headroom-pool use per pool.
+    Watermark {
+        /// Since start (or the last persistent clear) instead.
+        #[arg(long)]
+        persistent: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PfcwdWhat {
+    /// Action and times per port.
+    Config,
+    /// Storms and packets per watched queue.
+    Stats {
+        /// Also rows that are all zero.
+        #[arg(short = 'e', long)]
+        empty: bool,
+        /// Exit 1 when a queue is stormed.
+        #[arg(long)]
+        check_storm: bool,
+    },
+}
+
+fn print_json(value: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
+
+pub(crate) fn show(target: &Target, what: ShowCommand) -> ExitCode {
+    match show_inner(target, what) {
+        Ok(code) => code,
+        Err(e) => fail(&e),
+    }
+}
+
+fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
+    let req = |what| Request::Show { what };
+    match what {
+        ShowCommand::Pfc {
+            what: PfcWhat::Counters,
+        } => {
+            let (rows, raw): (Vec<PfcCounters>, _) = target.fetch(&req(Show::PfcCounters))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                for (title, rx) in [("Port Rx", true), ("Port Tx", false)] {
+                    let mut t = Table::new(
+                        std::iter::once(title.to_owned()).chain((0..8).map(|p| format!("PFC{p}"))),
+                    );
+                    for r in &rows {
+                        let v = if rx { r.rx } else { r.tx };
+                        t.row(
+                            std::iter::once(r.port.clone()).chain(v.iter().map(|n| thousands(*n))),
+                        );
+                    }
+                    println!("{t}");
+                }
+            }
+        }
+        ShowCommand::Pfc {
+            what: PfcWhat::Priority,
+        } => {
+            let (rows, raw): (Vec<PfcPriority>, _) = target.fetch(&req(Show::PfcPriority))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new(["Interface", "Lossless priorities"]).left_all();
+                for r in rows {
+                    t.row([
+                        r.port,
+                        if r.lossless.is_empty() {
+                            "N/A".into()
+                        } else {
+                            r.lossless
+                        },
+                    ]);
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::Queue {
+            what: QueueWhat::Counters,
+        } => {
+            let (rows, raw): (Vec<QueueCounters>, _) = target.fetch(&req(Show::QueueCounters))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new([
+                    "Port",
+                    "TxQ",
+                    "Counter/pkts",
+                    "Counter/bytes",
+                    "Drop/pkts",
+                    "Drop/bytes",
+                ]);
+                for r in rows {
+                    t.row([
+                        r.port,
+                        format!("UC{}", r.queue),
+                        thousands(r.packets),
+                        thousands(r.bytes),
+                        thousands(r.drop_packets),
+                        thousands(r.drop_bytes),
+                    ]);
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::Ecn => {
+            let (rows, raw): (Vec<QueueCounters>, _) = target.fetch(&req(Show::Ecn))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new([
+                    "Port",
+                    "TxQ",
+                    "EcnMarked/pkts",
+                    "Counter/pkts",
+                    "Depth/bytes",
+                    "MeanDelay/us",
+                ]);
+                for r in rows {
+                    t.row([
+                        r.port,
+                        format!("UC{}", r.queue),
+                        thousands(r.ecn_marked),
+                        thousands(r.packets),
+                        thousands(r.depth_bytes),
+                        format!("{:.1}", r.mean_delay_ns as f64 / 1000.0),
+                    ]);
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::Queue {
+            what: QueueWhat::Watermark { persistent },
+        } => {
+            let (rows, raw): (Vec<WatermarkRow>, _) =
+                target.fetch(&req(Show::QueueWatermark { persistent }))?;
+            watermark_table(
+                target,
+                "Egress shared pool occupancy per unicast queue:",
+                "UC",
+                &rows,
+                &raw,
+            );
+        }
+        ShowCommand::PriorityGroup {
+            what: PgWhat::Watermark { kind, persistent },
+        } => {
+            let (kind, title) = match kind {
+                WatermarkKind::Shared => (
+                    PgWatermarkKind::Shared,
+                    "Ingress shared pool occupancy per PG:",
+                ),
+                WatermarkKind::Headroom => (PgWatermarkKind::Headroom, "Ingress headroom per PG:"),
+            };
+            let (rows, raw): (Vec<WatermarkRow>, _) =
+                target.fetch(&req(Show::PgWatermark { kind, persistent }))?;
+            watermark_table(target, title, "PG", &rows, &raw);
+        }
+        ShowCommand::PriorityGroup { what: PgWhat::Drop } => {
+            let (rows, raw): (Vec<PgDropRow>, _) = target.fetch(&req(Show::PgDrop))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                println!("Ingress PG dropped packets:");
+                let mut t = Table::new(
+                    std::iter::once("Port".to_owned()).chain((0..8).map(|p| format!("PG{p}"))),
+                );
+                for r in rows {
+                    t.row(std::iter::once(r.port).chain(r.drops.iter().map(|n| thousands(*n))));
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::BufferPool {
+            what: PoolWhat::Watermark { persistent },
+        } => {
+            let (rows, raw): (Vec<PoolWatermarkRow>, _) =
+                target.fetch(&req(Show::BufferPoolWatermark { persistent }))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                println!("Shared pool maximum occupancy:");
+                let mut t = Table::new(["Pool", "Bytes"]);
+                for r in &rows {
+                    t.row([r.pool.clone(), thousands(r.shared_bytes)]);
+                }
+                println!("{t}");
+                println!("Headroom pool maximum occupancy:");
+                let mut t = Table::new(["Pool", "Bytes"]);
+                for r in rows
+                    .iter()
+                    .filter(|r| r.pool.contains("ingress_lossless") || r.headroom_bytes > 0)
+                {
+                    t.row([r.pool.clone(), thousands(r.headroom_bytes)]);
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::Pfcwd {
+            what: PfcwdWhat::Config,
+        } => {
+            let (cfg, raw): (PfcwdConfig, _) = target.fetch(&req(Show::PfcwdConfig))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                println!("Changed polling interval to {}ms", cfg.poll_interval_ms);
+                if cfg.big_red_switch {
+                    println!("BIG_RED_SWITCH status is enable");
+                }
+                let mut t = Table::new([
+                    "PORT",
+                    "ACTION",
+                    "DETECTION TIME",
+                    "RESTORATION TIME",
+                    "PRIORITIES",
+                ]);
+                for r in cfg.ports {
+                    t.row([
+                        r.port,
+                        r.action,
+                        r.detection_time_ms.to_string(),
+                        r.restoration_time_ms.to_string(),
+                        r.priorities,
+                    ]);
+                }
+                print!("{t}");
+            }
+        }
+        ShowCommand::Pfcwd {
+            what: PfcwdWhat::Stats { empty, check_storm },
+        } => {
+            let (rows, raw): (Vec<PfcwdStatsRow>, _) = target.fetch(&req(Show::PfcwdStats))?;
+            let stormed = rows.iter().any(|r| r.status == "stormed");
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new([
+                    "QUEUE",
+                    "STATUS",
+                    "STORM DETECTED/RESTORED",
+                    "TX OK/DROP",
+                    "RX OK/DROP",
+                    "TX LAST OK/DROP",
+                    "RX LAST OK/DROP",
+                ]);
+                for r in rows {
+                    let all_zero = r.storm_detected + r.tx_ok + r.tx_drop + r.rx_ok + r.rx_drop
+                        == 0
+                        && r.status != "stormed";
+                    if all_zero && !empty {
+                        continue;
+                    }
+                    t.row([
+                        r.queue,
+                        r.status,
+                        format!("{}/{}", r.storm_detected, r.storm_restored),
+                        format!("{}/{}", r.tx_ok, r.tx_drop),
+                        format!("{}/{}", r.rx_ok, r.rx_drop),
+                        format!("{}/{}", r.tx_last_ok, r.tx_last_drop),
+                        format!("{}/{}", r.rx_last_ok, r.rx_last_drop),
+                    ]);
+                }
+                print!("{t}");
+            }
+            if check_storm && stormed {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        ShowCommand::Ports => {
+            let (rows, raw): (Vec<PortSummary>, _) = target.fetch(&req(Show::Ports))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new([
+                    "Port", "Device", "Speed", "Tx", "RX pkts", "RX bytes", "TX pkts", "TX bytes",
+                    "Drops",
+                ]);
+                let mut reasons = Vec::new();
+                for r in rows {
+                    let drops: u64 = r.drops.values().sum();
+                    for (reason, n) in &r.drops {
+                        reasons.push(format!("  {}: {reason} {}", r.port, thousands(*n)));
+                    }
+                    t.row([
+                        r.port,
+                        r.device,
+                        format!("{}G", r.speed_mbps as f64 / 1000.0),
+                        if r.tx_enabled { "enabled" } else { "held" }.into(),
+                        thousands(r.rx_frames),
+                        thousands(r.rx_bytes),
+                        thousands(r.tx_frames),
+                        thousands(r.tx_bytes),
+                        thousands(drops),
+                    ]);
+                }
+                print!("{t}");
+                if !reasons.is_empty() {
+                    println!("\nDrops by reason:");
+                    for r in reasons {
+                        println!("{r}");
+                    }
+                }
+            }
+        }
+        ShowCommand::Fdb => {
+            let (rows, raw): (Vec<FdbRow>, _) = target.fetch(&req(Show::Fdb))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new(["No.", "Vlan", "MacAddress", "Port", "Age(s)"]);
+                for (i, r) in rows.iter().enumerate() {
+                    t.row([
+                        (i + 1).to_string(),
+                        r.vlan.to_string(),
+                        r.mac.clone(),
+                        r.port.clone(),
+                        r.age_s.to_string(),
+                    ]);
+                }
+                print!("{t}");
+                println!("Total number of entries {}", rows.len());
+            }
+        }
+        ShowCommand::Config => {
+            let (cfg, raw): (RunningConfig, _) = target.fetch(&req(Show::Config))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                println!(
+                    "# running configuration (from {}, with run-time changes)",
+                    cfg.file
+                );
+                println!("{}", cfg.text);
+                println!("# derived values");
+                print!("{}", cfg.derived);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn watermark_table(
+    target: &Target,
+    title: &str,
+    prefix: &str,
+    rows: &[WatermarkRow],
+    raw: &serde_json::Value,
+) {
+    if target.json {
+        print_json(raw);
+        return;
+    }
+    println!("{title}");
+    let mut t = Table::new(
+        std::iter::once("Port".to_owned()).chain((0..8).map(|i| format!("{prefix}{i}"))),
+    );
+    for r in rows {
+        t.row(std::iter::once(r.port.clone()).chain(r.bytes.iter().map(|n| n.to_string())));
+    }
+    print!("{t}");
+}
+
+/// `headroom clear …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ClearCommand {
+    /// Every counter (later reads show the difference; nothing is reset in the dataplane).
+    Counters,
+    /// Watermarks.
+    Watermarks {
+        /// Also the persistent view.
+        #[arg(long)]
+        persistent: bool,
+    },
+}
+
+pub(crate) fn clear(target: &Target, what: ClearCommand) -> ExitCode {
+    let what = match what {
+        ClearCommand::Counters => Clear::Counters,
+        ClearCommand::Watermarks { persistent } => Clear::Watermarks { persistent },
+    };
+    simple(target, &Request::Clear { what })
+}
+
+fn simple(target: &Target, request: &Request) -> ExitCode {
+    match target.request(request) {
+        Ok(r) if r.ok => {
+            if target.json {
+                print_json(&r.data);
+            } else if let Some(s) = r.data.as_str() {
+                println!("{s}");
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(r) => fail(&r.error.unwrap_or_default()),
+        Err(e) => fail(&e),
+    }
+}
+
+/// `headroom set …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum SetCommand {
+    /// Hold or release a port's egress (SAI PKT_TX_ENABLE): `headroom set port Ethernet8 tx disable`.
+    Port {
+        /// Port name.
+        port: String,
+        /// Only `tx`.
+        #[arg(value_parser = ["tx"])]
+        what: String,
+        /// enable | disable.
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+    },
+    /// PFC priorities of a port: `headroom set pfc Ethernet0 3,4` (empty string: none).
+    Pfc {
+        /// Port name.
+        port: String,
+        /// Comma-separated priorities.
+        priorities: String,
+    },
+    /// A buffer profile field (size, static_th, dynamic_th, xon, xoff, xon_offset, pool):
+    /// `headroom set profile pg_lossless_profile dynamic_th -2`. Lowering a threshold is the
+    /// classic way to force congestion in a test.
+    Profile {
+        /// Profile name.
+        profile: String,
+        /// Field.
+        field: String,
+        /// New value.
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+    /// A WRED/ECN profile: `headroom set wred LAB_LOSSLESS --min 20000 --max 60000 --probability 100`.
+    Wred {
+        /// Profile name.
+        profile: String,
+        /// green_min_threshold, bytes.
+        #[arg(long)]
+        min: Option<u64>,
+        /// green_max_threshold, bytes.
+        #[arg(long)]
+        max: Option<u64>,
+        /// green_drop_probability, percent.
+        #[arg(long)]
+        probability: Option<u8>,
+        /// ecn mode (ecn_none, ecn_green, ecn_all, …).
+        #[arg(long)]
+        ecn: Option<String>,
+    },
+    /// PFC watchdog of a port: `headroom set pfcwd Ethernet0 --action drop --detection 200`.
+    Pfcwd {
+        /// Port name.
+        port: String,
+        /// drop | forward | alert.
+        #[arg(long)]
+        action: Option<String>,
+        /// Detection time, ms.
+        #[arg(long)]
+        detection: Option<u32>,
+        /// Restoration time, ms.
+        #[arg(long)]
+        restoration: Option<u32>,
+        /// Enable or disable the watchdog on the port.
+        #[arg(long)]
+        enabled: Option<bool>,
+    },
+    /// The PFC watchdog's big red switch (drop on every watched queue): on | off.
+    BigRedSwitch {
+        /// on | off.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
+    /// Any configuration key, as a dotted TOML path and a TOML value:
+    /// `headroom set key buffer_pool.ingress_lossless_pool.xoff 65536`.
+    Key {
+        /// Dotted key.
+        key: String,
+        /// TOML value.
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+}
+
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+pub(crate) fn set(target: &Target, command: SetCommand) -> ExitCode {
+    let mut changes: Vec<Change> = Vec::new();
+    let key = |k: String, v: String| Change::Key { key: k, value: v };
+    match command {
+        SetCommand::Port { port, state, .. } => changes.push(Change::PortTx {
+            port,
+            enable: state == "enable",
+        }),
+        SetCommand::BigRedSwitch { state } => {
+            changes.push(Change::BigRedSwitch { on: state == "on" })
+        }
+        SetCommand::Pfc { port, priorities } => {
+            let list: Vec<&str> = priorities
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            changes.push(key(
+                format!("port.{}.pfc_enable", quote(&port)),
+                format!("[{}]", list.join(", ")),
+            ));
+        }
+        SetCommand::Profile {
+            profile,
+            field,
+            value,
+        } => {
+            let value = if field == "pool" {
+                quote(&value)
+            } else {
+                value
+            };
+            changes.push(key(
+                format!("buffer_profile.{}.{field}", quote(&profile)),
+                value,
+            ));
+        }
+        SetCommand::Wred {
+            profile,
+            min,
+            max,
+            probability,
+            ecn,
+        } => {
+            let p = quote(&profile);
+            if let Some(v) = min {
+                changes.push(key(
+                    format!("wred_profile.{p}.green_min_threshold"),
+                    v.to_string(),
+                ));
+            }
+            if let Some(v) = max {
+                changes.push(key(
+                    format!("wred_profile.{p}.green_max_threshold"),
+                    v.to_string(),
+                ));
+            }
+            if let Some(v) = probability {
+                changes.push(key(
+                    format!("wred_profile.{p}.green_drop_probability"),
+                    v.to_string(),
+                ));
+            }
+            if let Some(v) = ecn {
+                changes.push(key(format!("wred_profile.{p}.ecn"), quote(&v)));
+            }
+        }
+        SetCommand::Pfcwd {
+            port,
+            action,
+            detection,
+            restoration,
+            enabled,
+        } => {
+            let p = quote(&port);
+            if let Some(v) = action {
+                changes.push(key(format!("port.{p}.pfcwd.action"), quote(&v)));
+            }
+            if let Some(v) = detection {
+                changes.push(key(format!("port.{p}.pfcwd.detection_time"), v.to_string()));
+            }
+            if let Some(v) = restoration {
+                changes.push(key(
+                    format!("port.{p}.pfcwd.restoration_time"),
+                    v.to_string(),
+                ));
+            }
+            if let Some(v) = enabled {
+                changes.push(key(format!("port.{p}.pfcwd.enabled"), v.to_string()));
+            }
+        }
+        SetCommand::Key { key: k, value } => changes.push(key(k, value)),
+    }
+    if changes.is_empty() {
+        return fail("nothing to change");
+    }
+    for change in changes {
+        let code = simple(target, &Request::Set { change });
+        if code != ExitCode::SUCCESS {
+            return code;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `headroom config …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Save the running configuration under NAME (snapshot before every change).
+    Save {
+        /// Snapshot name.
+        name: String,
+    },
+    /// Apply the configuration saved as NAME (validated first).
+    Rollback {
+        /// Snapshot name.
+        name: String,
+    },
+    /// List saved configurations.
+    List,
+}
+
+pub(crate) fn config(target: &Target, command: ConfigCommand) -> ExitCode {
+    match command {
+        ConfigCommand::Save { name } => simple(target, &Request::ConfigSave { name }),
+        ConfigCommand::Rollback { name } => simple(target, &Request::ConfigRollback { name }),
+        ConfigCommand::List => match target.fetch::<Vec<String>>(&Request::ConfigList) {
+            Ok((names, raw)) => {
+                if target.json {
+                    print_json(&raw);
+                } else {
+                    for n in names {
+                        println!("{n}");
+                    }
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+    }
+}
+
+/// `headroom capture` bounds.
+#[derive(Debug, Args)]
+pub(crate) struct CaptureArgs {
+    /// Port name.
+    #[arg(long)]
+    port: String,
+    /// Only MAC Control frames (PFC, PAUSE).
+    #[arg(long)]
+    control_only: bool,
+    /// Output pcap file.
+    #[arg(short = 'w', long = "write", value_name = "FILE.pcap")]
+    write: PathBuf,
+    /// Stop after this many frames.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop after this many seconds (default 10).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Stop when the file reaches this many bytes (default 100 MB).
+    #[arg(long, default_value_t = 100_000_000)]
+    max_bytes: u64,
+}
+
+pub(crate) fn capture(target: &Target, args: &CaptureArgs) -> ExitCode {
+    match capture_inner(target, args) {
+        Ok(n) => {
+            eprintln!("{n} frames written to {}", args.write.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    use pcap_file::DataLink;
+    let stream = target.connect()?;
+    send(
+        &stream,
+        &Request::Capture(CaptureRequest {
+            port: args.port.clone(),
+            control_only: args.control_only,
+        }),
+    )?;
+    let mut reader = BufReader::new(&stream);
+    let response = read_response(&mut reader)?;
+    if !response.ok {
+        return Err(response.error.unwrap_or_default());
+    }
+    let file =
+        std::fs::File::create(&args.write).map_err(|e| format!("{}: {e}", args.write.display()))?;
+    let header = PcapHeader {
+        datalink: DataLink::ETHERNET,
+        snaplen: 65535,
+        ts_resolution: pcap_file::TsResolution::NanoSecond,
+        ..PcapHeader::default()
+    };
+    let mut writer = PcapWriter::with_header(file, header).map_err(|e| e.to_string())?;
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(args.duration.max(0.0));
+    let mut frames = 0u64;
+    let mut written = 24u64;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| e.to_string())?;
+    let mut head = [0u8; 17];
+    while std::time::Instant::now() < deadline
+        && args.count.is_none_or(|c| frames < c)
+        && written < args.max_bytes
+    {
+        match read_exact_or_timeout(&mut reader, &mut head) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(e) => return Err(format!("capture ended: {e}")),
+        }
+        let unix_ns = u64::from_le_bytes(head[0..8].try_into().unwrap_or_default());
+        let orig_len = u32::from_le_bytes(head[11..15].try_into().unwrap_or_default());
+        let len = usize::from(u16::from_le_bytes(
+            head[15..17].try_into().unwrap_or_default(),
+        ));
+        let mut data = vec![0u8; len];
+        reader
+            .read_exact(&mut data)
+            .map_err(|e| format!("capture ended: {e}"))?;
+        let packet = PcapPacket::new_owned(Duration::from_nanos(unix_ns), orig_len, data);
+        writer.write_packet(&packet).map_err(|e| e.to_string())?;
+        frames += 1;
+        written += 16 + len as u64;
+    }
+    Ok(frames)
+}
+
+/// Reads exactly `buf.len()` bytes; `Ok(false)` when nothing arrived before the read timeout.
+fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match reader.read(&mut buf[got..]) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the switch closed the capture",
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e)
+                if got == 0
+                    && matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+            {
+                return Ok(false)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,433 @@
+//! Prometheus text exposition over HTTP (`runtime.prometheus_listen`, 127.0.0.1:9464 by
+//! default): every counter and gauge of the switch with labels (port, priority, queue, pg,
+//! pool, reason), paused time, queueing-delay quantiles per queue, watchdog state, PFC
+//! storm-rate alarms. Served from the control loop; each scrape reads the dataplane's atomic
+//! counters, nothing is cached.
+
+// Counters are parallel arrays indexed by priority, queue or PG; indexing reads plainer than
+// zipping five iterators.
+#![allow(clippy::needless_range_loop)]
+
+use headroom_core::counters::{delay_bucket_floor, DropReason, DELAY_BUCKETS};
+use headroom_core::stats::{PortStats, QueueStats};
+use headroom_runtime::control::ControlPlane;
+use headroom_runtime::Running;
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+
+/// A per-port counter: name, help, how to read it.
+type PortMetric = (&'static str, &'static str, fn(&PortStats) -> u64);
+/// A per-queue counter: name, help, how to read it.
+type QueueMetric = (&'static str, &'static str, fn(&QueueStats) -> u64);
+
+/// The HTTP listener.
+pub(crate) struct Exporter {
+    server: tiny_http::Server,
+}
+
+impl Exporter {
+    pub(crate) fn bind(addr: SocketAddr) -> Result<Self, String> {
+        let server = tiny_http::Server::http(addr).map_err(|e| e.to_string())?;
+        tracing::info!(%addr, "Prometheus metrics at http://{addr}/metrics");
+        Ok(Self { server })
+    }
+
+    /// Answers every pending scrape (non-blocking).
+    pub(crate) fn serve(&self, control: &ControlPlane, running: &Running) {
+        while let Ok(Some(request)) = self.server.try_recv() {
+            let response = if request.url() == "/metrics" || request.url() == "/" {
+                let body = render(control, running);
+                let header = tiny_http::Header::from_bytes(
+                    &b"Content-Type"[..],
+                    &b"text/plain; version=0.0.4; charset=utf-8"[..],
+                )
+                .expect("static header");
+                tiny_http::Response::from_string(body).with_header(header)
+            } else {
+                tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404)
+            };
+            let _ = request.respond(response);
+        }
+    }
+}
+
+struct Out {
+    text: String,
+}
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            self.text.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.text.push(',');
+                }
+                let _ = write!(
+                    self.text,
+                    "{k}=\"{}\"",
+                    v.replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n")
+                );
+            }
+            self.text.push('}');
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+}
+
+/// The metrics page.
+pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
+    let config = control.config();
+    let shared = running.shared();
+    let mut o = Out {
+        text: String::with_capacity(64 * 1024),
+    };
+    let stats: Vec<_> = (0..config.ports.len())
+        .map(|p| control.total_stats(running, p))
+        .collect();
+    let names: Vec<&str> = config.ports.iter().map(|p| p.name.as_str()).collect();
+    let prio: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+
+    o.family("headroom_up", "gauge", "1 while the switch runs.");
+    o.sample("headroom_up", &[], 1);
+
+    let per_port: [PortMetric; 4] = [
+        (
+            "headroom_port_rx_frames_total",
+            "Frames received (all, MAC Control and dropped included).",
+            |s| s.rx_frames,
+        ),
+        ("headroom_port_rx_bytes_total", "Bytes received.", |s| {
+            s.rx_bytes
+        }),
+        (
+            "headroom_port_tx_frames_total",
+            "Data frames sent.",
+            PortStats::tx_frames,
+        ),
+        (
+            "headroom_port_tx_bytes_total",
+            "Data bytes sent.",
+            PortStats::tx_bytes,
+        ),
+    ];
+    for (name, help, f) in per_port {
+        o.family(name, "counter", help);
+        for (p, s) in stats.iter().enumerate() {
+            o.sample(name, &[("port", names[p])], f(s));
+        }
+    }
+    o.family(
+        "headroom_port_tx_enabled",
+        "gauge",
+        "1 when the port transmits (SAI PKT_TX_ENABLE).",
+    );
+    for (p, name) in names.iter().enumerate() {
+        let id = headroom_core::types::PortId(u16::try_from(p).unwrap_or(u16::MAX));
+        o.sample(
+            "headroom_port_tx_enabled",
+            &[("port", name)],
+            u8::from(shared.tx_enabled(id)),
+        );
+    }
+    o.family(
+        "headroom_port_drops_total",
+        "counter",
+        "Frames dropped, by reason.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for r in DropReason::ALL {
+            o.sample(
+                "headroom_port_drops_total",
+                &[("port", names[p]), ("reason", r.name())],
+                s.drops[r.index()],
+            );
+        }
+    }
+    o.family(
+        "headroom_pfc_rx_frames_total",
+        "counter",
+        "PFC frames received with the priority's enable bit set (XON included).",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (i, v) in s.pfc_rx.iter().enumerate() {
+            o.sample(
+                "headroom_pfc_rx_frames_total",
+                &[("port", names[p]), ("priority", &prio[i])],
+                v,
+            );
+        }
+    }
+    o.family(
+        "headroom_pfc_tx_frames_total",
+        "counter",
+        "PFC frames sent with the priority's enable bit set (XON included).",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (i, v) in s.pfc_tx.iter().enumerate() {
+            o.sample(
+                "headroom_pfc_tx_frames_total",
+                &[("port", names[p]), ("priority", &prio[i])],
+                v,
+            );
+        }
+    }
+    o.family(
+        "headroom_pfc_rx_paused_seconds_total",
+        "counter",
+        "Time the priority's egress was held by received PFC.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (i, v) in s.paused_ns.iter().enumerate() {
+            o.sample(
+                "headroom_pfc_rx_paused_seconds_total",
+                &[("port", names[p]), ("priority", &prio[i])],
+                *v as f64 / 1e9,
+            );
+        }
+    }
+    o.family(
+        "headroom_pause_rx_frames_total",
+        "counter",
+        "IEEE 802.3x PAUSE frames received.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        o.sample(
+            "headroom_pause_rx_frames_total",
+            &[("port", names[p])],
+            s.pause_rx,
+        );
+    }
+    let queue_counters: [QueueMetric; 5] = [
+        (
+            "headroom_queue_tx_frames_total",
+            "Frames sent from the queue.",
+            |q| q.tx_frames,
+        ),
+        (
+            "headroom_queue_tx_bytes_total",
+            "Bytes sent from the queue.",
+            |q| q.tx_bytes,
+        ),
+        (
+            "headroom_queue_drop_frames_total",
+            "Frames dropped for the queue (admission, WRED, watchdog).",
+            |q| q.drop_frames,
+        ),
+        (
+            "headroom_queue_drop_bytes_total",
+            "Bytes dropped for the queue.",
+            |q| q.drop_bytes,
+        ),
+        (
+            "headroom_queue_ecn_marked_frames_total",
+            "Frames marked CE in the queue.",
+            |q| q.ecn_marked,
+        ),
+    ];
+    for (name, help, f) in queue_counters {
+        o.family(name, "counter", help);
+        for (p, s) in stats.iter().enumerate() {
+            for (q, qs) in s.queues.iter().enumerate() {
+                o.sample(name, &[("port", names[p]), ("queue", &prio[q])], f(qs));
+            }
+        }
+    }
+    o.family(
+        "headroom_queue_depth_bytes",
+        "gauge",
+        "Queue depth at the last dequeue.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (q, qs) in s.queues.iter().enumerate() {
+            o.sample(
+                "headroom_queue_depth_bytes",
+                &[("port", names[p]), ("queue", &prio[q])],
+                qs.depth_bytes,
+            );
+        }
+    }
+    o.family("headroom_queue_delay_seconds", "summary", "Queueing delay of sent frames since start (from a log2 histogram: quantiles within a factor of 2).");
+    for (p, name) in names.iter().enumerate() {
+        let side = shared.layout.egress_side_of_port[p];
+        for q in 0..8 {
+            let buckets = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
+            let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
+            for k in 0..DELAY_BUCKETS {
+                let n = buckets.0[k].get();
+                if n > 0 {
+                    // The bucket's midpoint stands for its frames.
+                    let v = delay_bucket_floor(k) + delay_bucket_floor(k) / 2;
+                    let _ = h.record_n(v.max(1), n);
+                }
+            }
+            for quantile in ["0.5", "0.9", "0.99", "0.999"] {
+                let v = if h.is_empty() {
+                    0
+                } else {
+                    h.value_at_quantile(quantile.parse().unwrap_or(0.5))
+                };
+                o.sample(
+                    "headroom_queue_delay_seconds",
+                    &[("port", name), ("queue", &prio[q]), ("quantile", quantile)],
+                    v as f64 / 1e9,
+                );
+            }
+            let qs = &stats[p].queues[q];
+            o.sample(
+                "headroom_queue_delay_seconds_sum",
+                &[("port", name), ("queue", &prio[q])],
+                qs.delay_ns_sum as f64 / 1e9,
+            );
+            o.sample(
+                "headroom_queue_delay_seconds_count",
+                &[("port", name), ("queue", &prio[q])],
+                qs.tx_frames,
+            );
+        }
+    }
+    o.family(
+        "headroom_pg_used_bytes",
+        "gauge",
+        "Bytes held by the ingress priority group now.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (g, pg) in s.pgs.iter().enumerate() {
+            o.sample(
+                "headroom_pg_used_bytes",
+                &[("port", names[p]), ("pg", &prio[g])],
+                pg.used_bytes,
+            );
+        }
+    }
+    o.family(
+        "headroom_pg_drops_total",
+        "counter",
+        "Frames dropped by ingress admission of the priority group.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (g, pg) in s.pgs.iter().enumerate() {
+            o.sample(
+                "headroom_pg_drops_total",
+                &[("port", names[p]), ("pg", &prio[g])],
+                pg.drops,
+            );
+        }
+    }
+    o.family(
+        "headroom_pg_xoff_total",
+        "counter",
+        "XOFF transitions of the priority group.",
+    );
+    for (p, s) in stats.iter().enumerate() {
+        for (g, pg) in s.pgs.iter().enumerate() {
+            o.sample(
+                "headroom_pg_xoff_total",
+                &[("port", names[p]), ("pg", &prio[g])],
+                pg.xoff_transitions,
+            );
+        }
+    }
+    o.family(
+        "headroom_pg_watermark_bytes",
+        "gauge",
+        "Highest priority-group use since start or the last persistent clear.",
+    );
+    o.family(
+        "headroom_queue_watermark_bytes",
+        "gauge",
+        "Highest queue use since start or the last persistent clear.",
+    );
+    let marks = control.persistent_watermarks();
+    for (p, m) in marks.ports.iter().enumerate() {
+        for i in 0..8 {
+            o.sample(
+                "headroom_pg_watermark_bytes",
+                &[("port", names[p]), ("pg", &prio[i]), ("kind", "shared")],
+                m.pg_shared[i],
+            );
+            o.sample(
+                "headroom_pg_watermark_bytes",
+                &[("port", names[p]), ("pg", &prio[i]), ("kind", "headroom")],
+                m.pg_headroom[i],
+            );
+        }
+    }
+    for (p, m) in marks.ports.iter().enumerate() {
+        for i in 0..8 {
+            o.sample(
+                "headroom_queue_watermark_bytes",
+                &[("port", names[p]), ("queue", &prio[i])],
+                m.queue[i],
+            );
+        }
+    }
+    o.family("headroom_pool_watermark_bytes", "gauge", "Highest pool use since start or the last persistent clear (kind: shared, or the shared headroom pool).");
+    for (pool, (s, h)) in config.pools.iter().zip(&marks.pools) {
+        o.sample(
+            "headroom_pool_watermark_bytes",
+            &[("pool", &pool.name), ("kind", "shared")],
+            s,
+        );
+        o.sample(
+            "headroom_pool_watermark_bytes",
+            &[("pool", &pool.name), ("kind", "headroom")],
+            h,
+        );
+    }
+    o.family(
+        "headroom_pfcwd_stormed",
+        "gauge",
+        "1 while the PFC watchdog holds the queue as stormed.",
+    );
+    o.family(
+        "headroom_pfcwd_storms_detected_total",
+        "counter",
+        "Storms the PFC watchdog detected on the queue.",
+    );
+    o.family(
+        "headroom_pfcwd_storms_restored_total",
+        "counter",
+        "Storms the PFC watchdog restored on the queue.",
+    );
+    for (p, name) in names.iter().enumerate() {
+        let side = shared.layout.egress_side_of_port[p];
+        for q in 0..8 {
+            let w = &shared.egress_counters[side].watchdog[p][q];
+            o.sample(
+                "headroom_pfcwd_stormed",
+                &[("port", name), ("queue", &prio[q])],
+                w.stormed.get(),
+            );
+            o.sample(
+                "headroom_pfcwd_storms_detected_total",
+                &[("port", name), ("queue", &prio[q])],
+                w.detected.get(),
+            );
+            o.sample(
+                "headroom_pfcwd_storms_restored_total",
+                &[("port", name), ("queue", &prio[q])],
+                w.restored.get(),
+            );
+        }
+    }
+    o.family("headroom_pfc_storm_alarm", "gauge", "1 while PFC frames for the priority arrive faster than switch.pfc_storm_alarm_frames_per_second.");
+    for (p, name) in names.iter().enumerate() {
+        for i in 0..8 {
+            o.sample(
+                "headroom_pfc_storm_alarm",
+                &[("port", name), ("priority", &prio[i])],
+                u8::from(control.storm_alarm(p, i)),
+            );
+        }
+    }
+    o.text
+}

@@ -1,0 +1,1017 @@
+//! The control plane of a running switch: the Unix control socket, counter views (with SONiC's
+//! clear-by-snapshot semantics and counters carried over reconfigurations), watermark views on
+//! top of the read-and-clear source, runtime changes, configuration snapshots and captures.
+//!
+//! Single-threaded: the `headroom run` main loop calls [`ControlPlane::poll`] every few tens
+//! of milliseconds. Nothing here touches lcore state except through atomics, the lcores'
+//! command rings and the capture rings.
+
+use crate::mirror::{CAPTURE_CONTROL_ONLY, CAPTURE_RX, CAPTURE_TX};
+use crate::protocol::{
+    CaptureRequest, Change, Clear, DelayHistogramRow, FdbRow, PfcCounters, PfcPriority,
+    PfcwdConfig, PfcwdConfigRow, PfcwdStatsRow, PgDropRow, PgWatermarkKind, PoolWatermarkRow,
+    PortSummary, QueueCounters, Request, Response, RunningConfig, Show, Snapshot, WatermarkRow,
+};
+use crate::Running;
+use headroom_config::Config;
+use headroom_core::counters::DropReason;
+use headroom_core::shared::Shared;
+use headroom_core::stats::PortStats;
+use headroom_core::types::{PortId, PRIORITY_COUNT};
+use std::io::{self, BufRead, BufReader, ErrorKind, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often watermarks are folded from the read-and-clear source into the views.
+const WATERMARK_POLL: Duration = Duration::from_millis(500);
+
+/// Most requests served per [`ControlPlane::poll`] (bounded work per call).
+const REQUESTS_PER_POLL: usize = 16;
+
+/// Per-port watermark views, bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortMarks {
+    /// Highest shared use per PG.
+    pub pg_shared: [u64; PRIORITY_COUNT],
+    /// Highest headroom use per PG.
+    pub pg_headroom: [u64; PRIORITY_COUNT],
+    /// Highest use per queue.
+    pub queue: [u64; PRIORITY_COUNT],
+}
+
+/// A watermark view: SONiC's USER or PERSISTENT table.
+#[derive(Clone, Debug, Default)]
+pub struct Marks {
+    /// Per port.
+    pub ports: Vec<PortMarks>,
+    /// Per pool: (shared, shared headroom pool).
+    pub pools: Vec<(u64, u64)>,
+}
+
+impl Marks {
+    fn new(ports: usize, pools: usize) -> Self {
+        Self {
+            ports: vec![PortMarks::default(); ports],
+            pools: vec![(0, 0); pools],
+        }
+    }
+
+    fn fold(&mut self, port: usize, w: &headroom_core::stats::PortWatermarks) {
+        let m = &mut self.ports[port];
+        for i in 0..PRIORITY_COUNT {
+            m.pg_shared[i] = m.pg_shared[i].max(w.pg_shared[i]);
+            m.pg_headroom[i] = m.pg_headroom[i].max(w.pg_headroom[i]);
+            m.queue[i] = m.queue[i].max(w.queue[i]);
+        }
+    }
+}
+
+struct CaptureSession {
+    stream: UnixStream,
+    port: u16,
+    flags: u8,
+}
+
+/// A configuration change the caller must apply by restarting the dataplane.
+#[derive(Debug)]
+pub enum ControlAction {
+    /// Nothing to do.
+    None,
+    /// Replace the running configuration with this one (already validated); then call
+    /// [`ControlPlane::applied`].
+    Apply {
+        /// The new TOML text.
+        text: String,
+        /// The validated configuration.
+        config: Box<Config>,
+        /// What asked for it, for the log.
+        reason: String,
+    },
+}
+
+/// The control plane of one running switch.
+pub struct ControlPlane {
+    listener: UnixListener,
+    socket_path: PathBuf,
+    snapshots_dir: PathBuf,
+    config_path: PathBuf,
+    config_text: String,
+    config: Config,
+    base: Vec<PortStats>,
+    cleared: Vec<PortStats>,
+    user_marks: Marks,
+    persistent_marks: Marks,
+    last_watermark_poll: std::time::Instant,
+    captures: Vec<CaptureSession>,
+    pending: Option<UnixStream>,
+    started: std::time::Instant,
+    /// `[port][priority]`: PFC storm-rate alarm active.
+    alarms: Vec<[bool; PRIORITY_COUNT]>,
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.socket_path);
+    }
+}
+
+impl std::fmt::Debug for ControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlane")
+            .field("socket", &self.socket_path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn port_id(i: usize) -> PortId {
+    PortId(u16::try_from(i).unwrap_or(u16::MAX))
+}
+
+impl ControlPlane {
+    /// Listens on the configuration's control socket (mode 0600; a stale socket file is
+    /// replaced). `text` is the configuration file's content, kept for `set` and `show config`.
+    ///
+    /// # Errors
+    /// When the socket cannot be created.
+    pub fn bind(config_path: &Path, text: String, config: Config) -> io::Result<Self> {
+        let socket_path = config.runtime.control_socket.clone();
+        if let Some(dir) = socket_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if socket_path.exists() {
+            // Refuse to steal the socket of a switch that is still running.
+            if UnixStream::connect(&socket_path).is_ok() {
+                return Err(io::Error::new(
+                    ErrorKind::AddrInUse,
+                    format!(
+                        "{} is in use by another running headroom",
+                        socket_path.display()
+                    ),
+                ));
+            }
+            std::fs::remove_file(&socket_path)?;
+        }
+        let listener = UnixListener::bind(&socket_path)?;
+        std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+        listener.set_nonblocking(true)?;
+        let ports = config.ports.len();
+        let pools = config.pools.len();
+        let mut snapshots_dir = socket_path.clone().into_os_string();
+        snapshots_dir.push(".snapshots");
+        Ok(Self {
+            listener,
+            snapshots_dir: PathBuf::from(snapshots_dir),
+            socket_path,
+            config_path: config_path.to_owned(),
+            config_text: text,
+            base: vec![PortStats::default(); ports],
+            cleared: vec![PortStats::default(); ports],
+            user_marks: Marks::new(ports, pools),
+            persistent_marks: Marks::new(ports, pools),
+            last_watermark_poll: std::time::Instant::now(),
+            captures: Vec::new(),
+            pending: None,
+            started: std::time::Instant::now(),
+            alarms: vec![[false; PRIORITY_COUNT]; ports],
+            config,
+        })
+    }
+
+    /// The running configuration.
+    #[must_use]
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Records what an event means for the views (storm-rate alarms).
+    pub fn note_event(&mut self, event: &headroom_core::events::Event) {
+        use headroom_core::events::Event;
+        match *event {
+            Event::PfcRateHigh { port, priority, .. } => {
+                if let Some(a) = self.alarms.get_mut(port.index()) {
+                    a[priority.index()] = true;
+                }
+            }
+            Event::PfcRateNormal { port, priority, .. } => {
+                if let Some(a) = self.alarms.get_mut(port.index()) {
+                    a[priority.index()] = false;
+                }
+            }
+            Event::StormDetected { .. } | Event::StormRestored { .. } => {}
+        }
+    }
+
+    /// Whether the PFC storm-rate alarm of `(port, priority)` is active.
+    #[must_use]
+    pub fn storm_alarm(&self, port: usize, priority: usize) -> bool {
+        self.alarms.get(port).is_some_and(|a| a[priority])
+    }
+
+    /// The persistent watermark view, bytes.
+    #[must_use]
+    pub fn persistent_watermarks(&self) -> &Marks {
+        &self.persistent_marks
+    }
+
+    /// The running configuration's TOML text.
+    #[must_use]
+    pub fn config_text(&self) -> &str {
+        &self.config_text
+    }
+
+    /// The socket path.
+    #[must_use]
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    /// Counters of `port` since start (carried over reconfigurations), before any clear.
+    #[must_use]
+    pub fn total_stats(&self, running: &Running, port: usize) -> PortStats {
+        let now = running.clock().now();
+        running
+            .shared()
+            .port_stats(port_id(port), now)
+            .plus(&self.base[port])
+    }
+
+    /// Counters of `port` as operators see them (minus the last clear).
+    #[must_use]
+    pub fn visible_stats(&self, running: &Running, port: usize) -> PortStats {
+        self.total_stats(running, port).minus(&self.cleared[port])
+    }
+
+    /// Serves pending requests, folds watermarks, streams captures. Returns a change that needs
+    /// a dataplane restart, if a client asked for one.
+    pub fn poll(&mut self, running: &mut Running) -> ControlAction {
+        if self.last_watermark_poll.elapsed() >= WATERMARK_POLL {
+            self.fold_watermarks(running.shared());
+            self.last_watermark_poll = std::time::Instant::now();
+        }
+        self.pump_captures(running);
+        if self.pending.is_some() {
+            // One reconfiguration at a time; new requests wait in the backlog.
+            return ControlAction::None;
+        }
+        for _ in 0..REQUESTS_PER_POLL {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "control socket accept failed");
+                    break;
+                }
+            };
+            match self.serve(stream, running) {
+                Ok(ControlAction::None) => {}
+                Ok(action) => return action,
+                Err(e) => tracing::debug!(error = %e, "control client went away"),
+            }
+        }
+        ControlAction::None
+    }
+
+    fn fold_watermarks(&mut self, shared: &Shared) {
+        for p in 0..self.config.ports.len() {
+            let w = shared.take_port_watermarks(port_id(p));
+            self.user_marks.fold(p, &w);
+            self.persistent_marks.fold(p, &w);
+        }
+        for pool in 0..self.config.pools.len() {
+            let w = shared.take_pool_watermarks(pool);
+            for marks in [&mut self.user_marks, &mut self.persistent_marks] {
+                let m = &mut marks.pools[pool];
+                m.0 = m.0.max(w.shared);
+                m.1 = m.1.max(w.headroom);
+            }
+        }
+    }
+
+    fn serve(&mut self, stream: UnixStream, running: &mut Running) -> io::Result<ControlAction> {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+        let mut line = String::new();
+        BufReader::new(&stream).take_line(&mut line)?;
+        let request: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                respond(&stream, &Response::error(format!("bad request: {e}")))?;
+                return Ok(ControlAction::None);
+            }
+        };
+        match request {
+            Request::Show { what } => respond(&stream, &self.show(what, running))?,
+            Request::Clear { what } => {
+                self.clear(what, running);
+                respond(&stream, &Response::ok("cleared"))?;
+            }
+            Request::Set { change } => return self.set(change, stream, running),
+            Request::ConfigSave { name } => respond(&stream, &self.save(&name))?,
+            Request::ConfigRollback { name } => return self.rollback(&name, stream),
+            Request::ConfigList => respond(&stream, &self.list())?,
+            Request::Capture(req) => self.start_capture(req, stream, running)?,
+        }
+        Ok(ControlAction::None)
+    }
+
+    fn show(&mut self, what: Show, running: &mut Running) -> Response {
+        let ports = &self.config.ports;
+        match what {
+            Show::PfcCounters => Response::ok(self.pfc_counters(running)),
+            Show::PfcPriority => Response::ok(
+                ports
+                    .iter()
+                    .map(|p| PfcPriority {
+                        port: p.name.clone(),
+                        lossless: p.pfc_enable.to_sonic_string(),
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            Show::QueueCounters | Show::Ecn => Response::ok(self.queue_counters(running)),
+            Show::QueueWatermark { persistent } => {
+                self.fold_watermarks(running.shared());
+                let marks = if persistent {
+                    &self.persistent_marks
+                } else {
+                    &self.user_marks
+                };
+                Response::ok(self.rows(|p| marks.ports[p].queue))
+            }
+            Show::PgWatermark { kind, persistent } => {
+                self.fold_watermarks(running.shared());
+                let marks = if persistent {
+                    &self.persistent_marks
+                } else {
+                    &self.user_marks
+                };
+                Response::ok(self.rows(|p| match kind {
+                    PgWatermarkKind::Shared => marks.ports[p].pg_shared,
+                    PgWatermarkKind::Headroom => marks.ports[p].pg_headroom,
+                }))
+            }
+            Show::PgDrop => Response::ok(
+                (0..ports.len())
+                    .map(|p| {
+                        let s = self.visible_stats(running, p);
+                        PgDropRow {
+                            port: ports[p].name.clone(),
+                            drops: s.pgs.map(|g| g.drops),
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            Show::BufferPoolWatermark { persistent } => {
+                self.fold_watermarks(running.shared());
+                let marks = if persistent {
+                    &self.persistent_marks
+                } else {
+                    &self.user_marks
+                };
+                Response::ok(
+                    self.config
+                        .pools
+                        .iter()
+                        .zip(&marks.pools)
+                        .map(|(pool, (s, h))| PoolWatermarkRow {
+                            pool: pool.name.clone(),
+                            shared_bytes: *s,
+                            headroom_bytes: *h,
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            }
+            Show::PfcwdConfig => Response::ok(self.pfcwd_config()),
+            Show::PfcwdStats => Response::ok(self.pfcwd_stats(running.shared())),
+            Show::Ports => Response::ok(self.port_summaries(running)),
+            Show::Fdb => {
+                let now = running.clock().now();
+                let mut rows: Vec<FdbRow> = running
+                    .fdb()
+                    .into_iter()
+                    .map(|e| FdbRow {
+                        vlan: e.vid,
+                        mac: e
+                            .mac
+                            .iter()
+                            .map(|b| format!("{b:02x}"))
+                            .collect::<Vec<_>>()
+                            .join(":"),
+                        port: ports
+                            .get(e.port.index())
+                            .map_or_else(|| e.port.to_string(), |p| p.name.clone()),
+                        age_s: now.saturating_nanos_since(e.last_seen) / 1_000_000_000,
+                    })
+                    .collect();
+                rows.sort_by(|a, b| (a.vlan, &a.mac).cmp(&(b.vlan, &b.mac)));
+                Response::ok(rows)
+            }
+            Show::Config => Response::ok(RunningConfig {
+                file: self.config_path.display().to_string(),
+                text: self.config_text.clone(),
+                derived: headroom_config::derived(&self.config).to_string(),
+            }),
+            Show::Snapshot => Response::ok(self.snapshot(running)),
+        }
+    }
+
+    fn rows(&self, f: impl Fn(usize) -> [u64; PRIORITY_COUNT]) -> Vec<WatermarkRow> {
+        self.config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(p, port)| WatermarkRow {
+                port: port.name.clone(),
+                bytes: f(p),
+            })
+            .collect()
+    }
+
+    fn pfc_counters(&self, running: &Running) -> Vec<PfcCounters> {
+        self.config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(p, port)| {
+                let s = self.visible_stats(running, p);
+                PfcCounters {
+                    port: port.name.clone(),
+                    rx: s.pfc_rx,
+                    tx: s.pfc_tx,
+                    rx_paused_us: s.paused_ns.map(|ns| ns / 1000),
+                    pause_rx: s.pause_rx,
+                }
+            })
+            .collect()
+    }
+
+    fn queue_counters(&self, running: &Running) -> Vec<QueueCounters> {
+        let mut rows = Vec::new();
+        for (p, port) in self.config.ports.iter().enumerate() {
+            let s = self.visible_stats(running, p);
+            for (q, qs) in s.queues.iter().enumerate() {
+                rows.push(QueueCounters {
+                    port: port.name.clone(),
+                    queue: u8::try_from(q).unwrap_or(0),
+                    packets: qs.tx_frames,
+                    bytes: qs.tx_bytes,
+                    drop_packets: qs.drop_frames,
+                    drop_bytes: qs.drop_bytes,
+                    ecn_marked: qs.ecn_marked,
+                    depth_bytes: qs.depth_bytes,
+                    mean_delay_ns: qs.delay_ns_sum.checked_div(qs.tx_frames).unwrap_or(0),
+                });
+            }
+        }
+        rows
+    }
+
+    fn pfcwd_config(&self) -> PfcwdConfig {
+        PfcwdConfig {
+            poll_interval_ms: u64::from(self.config.pfcwd.poll_interval_ms),
+            big_red_switch: self.config.pfcwd.big_red_switch,
+            ports: self
+                .config
+                .ports
+                .iter()
+                .map(|p| PfcwdConfigRow {
+                    port: p.name.clone(),
+                    action: if p.pfcwd.enabled {
+                        format!("{:?}", p.pfcwd.action).to_lowercase()
+                    } else {
+                        "disabled".into()
+                    },
+                    detection_time_ms: u64::from(p.pfcwd.detection_time_ms),
+                    restoration_time_ms: u64::from(p.pfcwd.restoration_time_ms),
+                    priorities: p.pfcwd_enable.to_sonic_string(),
+                })
+                .collect(),
+        }
+    }
+
+    fn pfcwd_stats(&self, shared: &Shared) -> Vec<PfcwdStatsRow> {
+        let mut rows = Vec::new();
+        for (p, port) in self.config.ports.iter().enumerate() {
+            if !port.pfcwd.enabled {
+                continue;
+            }
+            let side = shared.layout.egress_side_of_port[p];
+            let params = &shared.params.ports[p];
+            for q in 0..PRIORITY_COUNT {
+                let watched = headroom_core::types::Priority::ALL.iter().any(|pr| {
+                    port.pfcwd_enable.contains(pr.get())
+                        && params.maps.pfc_to_queue[pr.index()].index() == q
+                });
+                if !watched {
+                    continue;
+                }
+                let w = &shared.egress_counters[side].watchdog[p][q];
+                rows.push(PfcwdStatsRow {
+                    queue: format!("{}:{q}", port.name),
+                    status: if w.stormed.get() == 1 {
+                        "stormed"
+                    } else {
+                        "operational"
+                    }
+                    .into(),
+                    storm_detected: w.detected.get(),
+                    storm_restored: w.restored.get(),
+                    tx_ok: w.tx_ok.get(),
+                    tx_drop: w.tx_drop.get(),
+                    rx_ok: w.rx_ok.get(),
+                    rx_drop: w.rx_drop.get(),
+                    tx_last_ok: w.last_tx_ok.get(),
+                    tx_last_drop: w.last_tx_drop.get(),
+                    rx_last_ok: w.last_rx_ok.get(),
+                    rx_last_drop: w.last_rx_drop.get(),
+                });
+            }
+        }
+        rows
+    }
+
+    fn port_summaries(&self, running: &Running) -> Vec<PortSummary> {
+        self.config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(p, port)| {
+                let s = self.visible_stats(running, p);
+                let backend = running.backend_stats(port_id(p));
+                PortSummary {
+                    port: port.name.clone(),
+                    device: port.device.clone(),
+                    speed_mbps: port.speed_mbps,
+                    tx_enabled: running.shared().tx_enabled(port_id(p)),
+                    rx_frames: s.rx_frames,
+                    rx_bytes: s.rx_bytes,
+                    tx_frames: s.tx_frames(),
+                    tx_bytes: s.tx_bytes(),
+                    drops: DropReason::ALL
+                        .iter()
+                        .filter(|r| s.drops[r.index()] > 0)
+                        .map(|r| (r.name().to_owned(), s.drops[r.index()]))
+                        .collect(),
+                    backend_rx_missed: backend.rx_missed,
+                    backend_tx_failed: backend.tx_failed,
+                }
+            })
+            .collect()
+    }
+
+    fn snapshot(&self, running: &Running) -> Snapshot {
+        let shared = running.shared();
+        let mut delay_histograms = Vec::new();
+        for (p, port) in self.config.ports.iter().enumerate() {
+            let side = shared.layout.egress_side_of_port[p];
+            for q in 0..PRIORITY_COUNT {
+                let h = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
+                delay_histograms.push(DelayHistogramRow {
+                    port: port.name.clone(),
+                    queue: u8::try_from(q).unwrap_or(0),
+                    buckets: h
+                        .0
+                        .iter()
+                        .map(headroom_core::counters::Counter::get)
+                        .collect(),
+                });
+            }
+        }
+        Snapshot {
+            uptime_s: self.started.elapsed().as_secs_f64(),
+            ports: self.port_summaries(running),
+            pfc: self.pfc_counters(running),
+            queues: self.queue_counters(running),
+            pg_used: self.rows(|p| self.visible_stats(running, p).pgs.map(|g| g.used_bytes)),
+            pfcwd: self.pfcwd_stats(shared),
+            delay_histograms,
+        }
+    }
+
+    fn clear(&mut self, what: Clear, running: &Running) {
+        match what {
+            Clear::Counters => {
+                for p in 0..self.config.ports.len() {
+                    self.cleared[p] = self.total_stats(running, p);
+                }
+                tracing::info!("counters cleared");
+            }
+            Clear::Watermarks { persistent } => {
+                // Drop what accumulated at the source too, so the next read starts fresh.
+                self.fold_watermarks(running.shared());
+                self.user_marks = Marks::new(self.config.ports.len(), self.config.pools.len());
+                if persistent {
+                    self.persistent_marks =
+                        Marks::new(self.config.ports.len(), self.config.pools.len());
+                }
+                tracing::info!(persistent, "watermarks cleared");
+            }
+        }
+    }
+
+    fn port_index(&self, name: &str) -> Option<usize> {
+        self.config.ports.iter().position(|p| p.name == name)
+    }
+
+    fn set(
+        &mut self,
+        change: Change,
+        stream: UnixStream,
+        running: &mut Running,
+    ) -> io::Result<ControlAction> {
+        match change {
+            Change::PortTx { port, enable } => {
+                let Some(p) = self.port_index(&port) else {
+                    respond(&stream, &Response::error(format!("no port named {port}")))?;
+                    return Ok(ControlAction::None);
+                };
+                // Applied at once, and written into the configuration so that it survives the
+                // next reconfiguration.
+                running.shared().set_tx_enable(port_id(p), enable);
+                self.config.ports[p].tx_enable = enable;
+                if let Ok(text) = edit_key(
+                    &self.config_text,
+                    &format!("port.{port}.tx_enable"),
+                    if enable { "true" } else { "false" },
+                ) {
+                    self.config_text = text;
+                }
+                tracing::info!(
+                    port,
+                    enable,
+                    "config change: port transmit {}",
+                    if enable { "enabled" } else { "disabled" }
+                );
+                respond(
+                    &stream,
+                    &Response::ok(format!(
+                        "port {port} tx {}",
+                        if enable { "enabled" } else { "disabled" }
+                    )),
+                )?;
+                Ok(ControlAction::None)
+            }
+            Change::BigRedSwitch { on } => {
+                running.set_big_red_switch(on);
+                self.config.pfcwd.big_red_switch = on;
+                if let Ok(text) = edit_key(
+                    &self.config_text,
+                    "pfcwd.big_red_switch",
+                    if on { "true" } else { "false" },
+                ) {
+                    self.config_text = text;
+                }
+                tracing::warn!(
+                    on,
+                    "config change: PFC watchdog big red switch {}",
+                    if on { "enabled" } else { "disabled" }
+                );
+                respond(
+                    &stream,
+                    &Response::ok(format!("big red switch {}", if on { "on" } else { "off" })),
+                )?;
+                Ok(ControlAction::None)
+            }
+            Change::Key { key, value } => {
+                let text = match edit_key(&self.config_text, &key, &value) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        respond(&stream, &Response::error(e))?;
+                        return Ok(ControlAction::None);
+                    }
+                };
+                self.validate_and_apply(text, format!("set {key} = {value}"), stream)
+            }
+        }
+    }
+
+    fn validate_and_apply(
+        &mut self,
+        text: String,
+        reason: String,
+        stream: UnixStream,
+    ) -> io::Result<ControlAction> {
+        let file = self.config_path.display().to_string();
+        match headroom_config::parse(&text, &file) {
+            Err(errors) => {
+                respond(&stream, &Response::error(format!("refused: {errors}")))?;
+                Ok(ControlAction::None)
+            }
+            Ok((config, warnings)) => {
+                for w in &warnings {
+                    tracing::warn!("{w}");
+                }
+                if config.ports.iter().map(|p| (&p.name, &p.device)).ne(self
+                    .config
+                    .ports
+                    .iter()
+                    .map(|p| (&p.name, &p.device)))
+                {
+                    respond(&stream, &Response::error("refused: ports cannot be added, removed or renamed at run time; restart headroom"))?;
+                    return Ok(ControlAction::None);
+                }
+                self.pending = Some(stream);
+                Ok(ControlAction::Apply {
+                    text,
+                    config: Box::new(config),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// Reports the outcome of a [`ControlAction::Apply`]. On success `old` is the previous
+    /// dataplane's final state: its counters are carried over.
+    pub fn applied(
+        &mut self,
+        result: Result<(String, Config, Option<std::sync::Arc<Shared>>), String>,
+    ) {
+        let response = match result {
+            Ok((text, config, old)) => {
+                if let Some(old) = old {
+                    for p in 0..self.config.ports.len() {
+                        let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
+                        self.base[p] = self.base[p].plus(&last);
+                    }
+                }
+                self.config_text = text;
+                self.config = config;
+                Response::ok("applied")
+            }
+            Err(e) => Response::error(format!("not applied: {e}")),
+        };
+        if let Some(stream) = self.pending.take() {
+            let _ = respond(&stream, &response);
+        }
+    }
+
+    /// Carries the counters of a dataplane that is being replaced outside the control socket
+    /// (SIGHUP reload).
+    pub fn carry_over(&mut self, old: &Shared, text: String, config: Config) {
+        for p in 0..self.config.ports.len().min(config.ports.len()) {
+            let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
+            self.base[p] = self.base[p].plus(&last);
+        }
+        self.config_text = text;
+        self.config = config;
+    }
+
+    fn snapshot_path(&self, name: &str) -> Result<PathBuf, String> {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            || name.starts_with('.')
+        {
+            return Err(format!(
+                "snapshot name {name:?}: use letters, digits, '-', '_' and '.'"
+            ));
+        }
+        Ok(self.snapshots_dir.join(format!("{name}.toml")))
+    }
+
+    fn save(&self, name: &str) -> Response {
+        let path = match self.snapshot_path(name) {
+            Ok(p) => p,
+            Err(e) => return Response::error(e),
+        };
+        let result = std::fs::create_dir_all(&self.snapshots_dir)
+            .and_then(|()| std::fs::write(&path, &self.config_text));
+        match result {
+            Ok(()) => {
+                tracing::info!(name, path = %path.display(), "configuration saved");
+                Response::ok(path.display().to_string())
+            }
+            Err(e) => Response::error(format!("cannot write {}: {e}", path.display())),
+        }
+    }
+
+    fn rollback(&mut self, name: &str, stream: UnixStream) -> io::Result<ControlAction> {
+        let text = match self
+            .snapshot_path(name)
+            .and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display())))
+        {
+            Ok(t) => t,
+            Err(e) => {
+                respond(
+                    &stream,
+                    &Response::error(format!("no snapshot {name}: {e}")),
+                )?;
+                return Ok(ControlAction::None);
+            }
+        };
+        self.validate_and_apply(text, format!("rollback to {name}"), stream)
+    }
+
+    fn list(&self) -> Response {
+        let mut names: Vec<String> = std::fs::read_dir(&self.snapshots_dir)
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter_map(|e| {
+                        e.file_name()
+                            .to_str()
+                            .and_then(|n| n.strip_suffix(".toml"))
+                            .map(str::to_owned)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        Response::ok(names)
+    }
+
+    fn start_capture(
+        &mut self,
+        req: CaptureRequest,
+        stream: UnixStream,
+        running: &Running,
+    ) -> io::Result<()> {
+        let Some(p) = self.port_index(&req.port) else {
+            return respond(
+                &stream,
+                &Response::error(format!("no port named {}", req.port)),
+            );
+        };
+        let mut flags = CAPTURE_RX | CAPTURE_TX;
+        if req.control_only {
+            flags |= CAPTURE_CONTROL_ONLY;
+        }
+        respond(&stream, &Response::ok(format!("capturing on {}", req.port)))?;
+        stream.set_nonblocking(true)?;
+        let port = u16::try_from(p).unwrap_or(u16::MAX);
+        self.captures.push(CaptureSession {
+            stream,
+            port,
+            flags,
+        });
+        self.update_capture_flags(running);
+        tracing::info!(
+            port = req.port,
+            control_only = req.control_only,
+            "capture started"
+        );
+        Ok(())
+    }
+
+    fn update_capture_flags(&self, running: &Running) {
+        let control = running.capture_control();
+        for p in 0..self.config.ports.len() {
+            let mut flags = 0u8;
+            let mut all = false;
+            for s in self.captures.iter().filter(|s| usize::from(s.port) == p) {
+                flags |= s.flags & (CAPTURE_RX | CAPTURE_TX);
+                all |= s.flags & CAPTURE_CONTROL_ONLY == 0;
+            }
+            if flags != 0 && !all {
+                flags |= CAPTURE_CONTROL_ONLY;
+            }
+            control.set(p, flags);
+        }
+    }
+
+    fn pump_captures(&mut self, running: &mut Running) {
+        let before = self.captures.len();
+        let mut buf = Vec::with_capacity(32 + crate::mirror::CAPTURE_SNAPLEN);
+        for reader in running.mirrors() {
+            while let Some(r) = reader.pop() {
+                let data = &r.data[..usize::from(r.len)];
+                let control = crate::mirror::is_mac_control(data);
+                buf.clear();
+                buf.extend_from_slice(&r.unix_ns.to_le_bytes());
+                buf.extend_from_slice(&r.port.to_le_bytes());
+                buf.push(u8::from(r.transmitted));
+                buf.extend_from_slice(&r.orig_len.to_le_bytes());
+                buf.extend_from_slice(&r.len.to_le_bytes());
+                buf.extend_from_slice(data);
+                self.captures.retain_mut(|s| {
+                    if s.port != r.port || (s.flags & CAPTURE_CONTROL_ONLY != 0 && !control) {
+                        return true;
+                    }
+                    match s.stream.write_all(&buf) {
+                        Ok(()) => true,
+                        // A slow reader loses frames rather than stalling the control plane.
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => true,
+                        Err(_) => false,
+                    }
+                });
+                // The buffer goes back to the lcore it came from.
+                reader.recycle(r);
+            }
+        }
+        // Clients that went away while nothing was captured.
+        self.captures.retain(|s| !peer_closed(&s.stream));
+        if self.captures.len() != before {
+            self.update_capture_flags(running);
+            tracing::info!("capture stopped");
+        }
+    }
+}
+
+/// Whether the peer of a non-blocking stream has closed its end.
+fn peer_closed(stream: &UnixStream) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(io::Read::read(&mut &*stream, &mut probe), Ok(0))
+}
+
+trait TakeLine {
+    fn take_line(&mut self, line: &mut String) -> io::Result<()>;
+}
+
+impl<R: BufRead> TakeLine for R {
+    fn take_line(&mut self, line: &mut String) -> io::Result<()> {
+        // Requests are small; a client that sends more than 64 KiB without a newline is cut off.
+        let mut limited = io::Read::take(self, 64 * 1024);
+        limited.read_line(line)?;
+        Ok(())
+    }
+}
+
+fn respond(mut stream: &UnixStream, response: &Response) -> io::Result<()> {
+    let mut line = serde_json::to_string(response).map_err(io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())
+}
+
+/// Sets `key` (dotted path) to `value` (a TOML value) in a TOML document, keeping the rest of
+/// the document (comments, order) as it is.
+///
+/// # Errors
+/// When the value is not TOML or the path runs into a non-table.
+pub fn edit_key(text: &str, key: &str, value: &str) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e| format!("the running configuration does not parse: {e}"))?;
+    let parsed: toml_edit::Value = value
+        .parse()
+        .map_err(|e| format!("{value:?} is not a TOML value: {e}"))?;
+    let parts = split_key(key)?;
+    let (last, path) = parts.split_last().ok_or("empty key")?;
+    let mut table = doc.as_table_mut();
+    for part in path {
+        let entry = table.entry(part).or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        });
+        table = match entry {
+            toml_edit::Item::Table(t) => t,
+            _ => return Err(format!("{key}: {part} is not a table")),
+        };
+    }
+    table.insert(last, toml_edit::value(parsed));
+    Ok(doc.to_string())
+}
+
+/// Splits a dotted key, honouring quoted parts (`port."Ethernet0".pfc_enable`,
+/// `port.Ethernet0.queue."3-4".scheduler`).
+fn split_key(key: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in key.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    if quoted {
+        return Err(format!("{key}: unbalanced quotes"));
+    }
+    parts.push(current);
+    if parts.iter().any(String::is_empty) {
+        return Err(format!("{key}: empty key part"));
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_key_keeps_the_document_and_sets_nested_keys() {
+        let text =
+            "# lab\n[switch]\nname = \"lab\" # keep me\n\n[port.Ethernet0]\ndevice = \"sw-p0\"\n";
+        let out = edit_key(text, "port.Ethernet0.pfc_enable", "[3]").unwrap();
+        assert!(out.contains("# keep me"));
+        assert!(out.contains("pfc_enable = [3]"));
+        let out = edit_key(&out, "buffer_profile.x.dynamic_th", "-2").unwrap();
+        assert!(
+            out.contains("[buffer_profile.x]") && out.contains("dynamic_th = -2"),
+            "{out}"
+        );
+        let out = edit_key(
+            &out,
+            "port.Ethernet0.queue.\"3-4\".scheduler",
+            "\"scheduler.1\"",
+        )
+        .unwrap();
+        assert!(out.contains("scheduler = \"scheduler.1\""), "{out}");
+        assert!(edit_key(text, "switch.name.x", "1").is_err());
+        assert!(edit_key(text, "switch.name", "not toml ]").is_err());
+        assert!(edit_key(text, "switch..name", "1").is_err());
+    }
+}

@@ -1,0 +1,398 @@
+//! The control socket's protocol: one JSON request per line, one JSON response per line.
+//!
+//! The socket is a Unix stream socket (mode 0600) served by the running switch; there is no
+//! network listener for control. Every `headroom show/clear/set/config/capture` command is one
+//! connection: the client writes a [`Request`] line and reads a [`Response`] line (a capture
+//! then streams frames, see [`CaptureRequest`]).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What a client asks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum Request {
+    /// Read something.
+    Show {
+        /// What.
+        what: Show,
+    },
+    /// Clear counters or watermarks (SONiC keeps a snapshot; later reads show the difference).
+    Clear {
+        /// What.
+        what: Clear,
+    },
+    /// Change the running configuration.
+    Set {
+        /// The change.
+        change: Change,
+    },
+    /// Save the running configuration under a name.
+    ConfigSave {
+        /// Snapshot name.
+        name: String,
+    },
+    /// Apply a saved configuration.
+    ConfigRollback {
+        /// Snapshot name.
+        name: String,
+    },
+    /// List saved configurations.
+    ConfigList,
+    /// Stream what a port receives and sends.
+    Capture(CaptureRequest),
+}
+
+/// What `show` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Show {
+    /// PFC frames received and sent per port and priority, and paused time.
+    PfcCounters,
+    /// `pfc_enable` of each port.
+    PfcPriority,
+    /// Packets, bytes and drops per queue.
+    QueueCounters,
+    /// Queue watermarks (user view, or persistent).
+    QueueWatermark {
+        /// Persistent view (since start or the last persistent clear).
+        persistent: bool,
+    },
+    /// PG watermarks.
+    PgWatermark {
+        /// Shared or headroom.
+        kind: PgWatermarkKind,
+        /// Persistent view.
+        persistent: bool,
+    },
+    /// Drops per ingress PG.
+    PgDrop,
+    /// Pool watermarks (shared and shared headroom pool).
+    BufferPoolWatermark {
+        /// Persistent view.
+        persistent: bool,
+    },
+    /// PFC watchdog configuration.
+    PfcwdConfig,
+    /// PFC watchdog statistics.
+    PfcwdStats,
+    /// ECN marks per queue.
+    Ecn,
+    /// Port summary: speed, link, rx/tx, drops by reason.
+    Ports,
+    /// MAC table.
+    Fdb,
+    /// The running configuration and its derived values.
+    Config,
+    /// Everything numeric at once (for `headroom top` and scripts).
+    Snapshot,
+}
+
+/// PG watermark kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PgWatermarkKind {
+    /// Shared buffer.
+    Shared,
+    /// Headroom.
+    Headroom,
+}
+
+/// What `clear` clears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Clear {
+    /// Every counter (a snapshot is taken; later reads show the difference).
+    Counters,
+    /// Watermarks (user view, or persistent view too).
+    Watermarks {
+        /// Also the persistent view.
+        persistent: bool,
+    },
+}
+
+/// A runtime change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum Change {
+    /// Hold (false) or release (true) a port's egress (SAI `PKT_TX_ENABLE`). Applied at once;
+    /// buffers keep admitting while held.
+    PortTx {
+        /// Port name.
+        port: String,
+        /// Transmit?
+        enable: bool,
+    },
+    /// The PFC watchdog's big red switch. Applied at once.
+    BigRedSwitch {
+        /// On?
+        on: bool,
+    },
+    /// Any configuration key (dotted path as in the TOML file, e.g.
+    /// `buffer_profile.lossless.dynamic_th`) set to a TOML value (e.g. `-2`, `[3, 4]`,
+    /// `"drop"`). The whole configuration is validated like the file; when valid it replaces the
+    /// running one (queues drain first, counters carry over).
+    Key {
+        /// Dotted key.
+        key: String,
+        /// TOML value.
+        value: String,
+    },
+}
+
+/// A capture request. After the response line, the server streams records, each:
+/// `u64 unix_ns | u16 port | u8 transmitted | u32 orig_len | u16 len | len bytes`, little endian,
+/// until the client closes the connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureRequest {
+    /// Port name.
+    pub port: String,
+    /// Only MAC Control frames (PFC, PAUSE).
+    pub control_only: bool,
+}
+
+/// The answer to a request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    /// Whether the request succeeded.
+    pub ok: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The data (shape depends on the request).
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+impl Response {
+    /// A success carrying `data`.
+    pub fn ok(data: impl Serialize) -> Self {
+        Self {
+            ok: true,
+            error: None,
+            data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// A failure.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            error: Some(message.into()),
+            data: serde_json::Value::Null,
+        }
+    }
+}
+
+/// PFC counters of one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcCounters {
+    /// Port name.
+    pub port: String,
+    /// PFC frames received per priority (XON included).
+    pub rx: [u64; 8],
+    /// PFC frames sent per priority (XON included).
+    pub tx: [u64; 8],
+    /// Time each priority was held by received PFC, µs.
+    pub rx_paused_us: [u64; 8],
+    /// IEEE 802.3x PAUSE frames received.
+    pub pause_rx: u64,
+}
+
+/// `pfc_enable` of one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcPriority {
+    /// Port name.
+    pub port: String,
+    /// Lossless priorities, SONiC's text ("3,4").
+    pub lossless: String,
+}
+
+/// One queue's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounters {
+    /// Port name.
+    pub port: String,
+    /// Queue index.
+    pub queue: u8,
+    /// Frames sent.
+    pub packets: u64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Frames dropped.
+    pub drop_packets: u64,
+    /// Bytes dropped.
+    pub drop_bytes: u64,
+    /// Frames marked CE.
+    pub ecn_marked: u64,
+    /// Depth now, bytes.
+    pub depth_bytes: u64,
+    /// Mean queueing delay of sent frames, ns.
+    pub mean_delay_ns: u64,
+}
+
+/// A watermark row: one port, eight values in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatermarkRow {
+    /// Port name.
+    pub port: String,
+    /// Bytes per PG or queue 0..=7.
+    pub bytes: [u64; 8],
+}
+
+/// Drops per PG of one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgDropRow {
+    /// Port name.
+    pub port: String,
+    /// Dropped frames per PG.
+    pub drops: [u64; 8],
+}
+
+/// A pool watermark row.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolWatermarkRow {
+    /// Pool name.
+    pub pool: String,
+    /// Highest shared use, bytes.
+    pub shared_bytes: u64,
+    /// Highest shared-headroom-pool use, bytes.
+    pub headroom_bytes: u64,
+}
+
+/// PFC watchdog configuration of one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcwdConfigRow {
+    /// Port name.
+    pub port: String,
+    /// drop | forward | alert, or "disabled".
+    pub action: String,
+    /// ms.
+    pub detection_time_ms: u64,
+    /// ms.
+    pub restoration_time_ms: u64,
+    /// Watched priorities.
+    pub priorities: String,
+}
+
+/// PFC watchdog configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcwdConfig {
+    /// Poll interval, ms.
+    pub poll_interval_ms: u64,
+    /// Big red switch.
+    pub big_red_switch: bool,
+    /// Per port.
+    pub ports: Vec<PfcwdConfigRow>,
+}
+
+/// PFC watchdog statistics of one queue (SONiC `show pfcwd stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcwdStatsRow {
+    /// `<port>:<queue>`.
+    pub queue: String,
+    /// operational | stormed.
+    pub status: String,
+    /// Storms detected.
+    pub storm_detected: u64,
+    /// Storms restored.
+    pub storm_restored: u64,
+    /// Frames sent while stormed.
+    pub tx_ok: u64,
+    /// Frames dropped while stormed.
+    pub tx_drop: u64,
+    /// Frames received while stormed.
+    pub rx_ok: u64,
+    /// Frames dropped at ingress while stormed.
+    pub rx_drop: u64,
+    /// Same, last storm only.
+    pub tx_last_ok: u64,
+    /// Same, last storm only.
+    pub tx_last_drop: u64,
+    /// Same, last storm only.
+    pub rx_last_ok: u64,
+    /// Same, last storm only.
+    pub rx_last_drop: u64,
+}
+
+/// One port's summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortSummary {
+    /// Port name.
+    pub port: String,
+    /// Device.
+    pub device: String,
+    /// Mb/s.
+    pub speed_mbps: u64,
+    /// Transmit enabled.
+    pub tx_enabled: bool,
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Drops by reason (only non-zero reasons).
+    pub drops: BTreeMap<String, u64>,
+    /// Frames the kernel or NIC dropped before the switch saw them.
+    pub backend_rx_missed: u64,
+    /// Frames the device refused.
+    pub backend_tx_failed: u64,
+}
+
+/// A MAC table entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FdbRow {
+    /// VLAN.
+    pub vlan: u16,
+    /// MAC address.
+    pub mac: String,
+    /// Port name.
+    pub port: String,
+    /// Seconds since last seen.
+    pub age_s: u64,
+}
+
+/// The running configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunningConfig {
+    /// The file it came from.
+    pub file: String,
+    /// The TOML text (with changes made by `set`).
+    pub text: String,
+    /// What `headroom check` prints for it.
+    pub derived: String,
+}
+
+/// Everything numeric, for `top`, Prometheus and scripts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Seconds since the switch started.
+    pub uptime_s: f64,
+    /// Port summaries.
+    pub ports: Vec<PortSummary>,
+    /// PFC counters.
+    pub pfc: Vec<PfcCounters>,
+    /// Queue counters.
+    pub queues: Vec<QueueCounters>,
+    /// Bytes held per PG now.
+    pub pg_used: Vec<WatermarkRow>,
+    /// Watchdog.
+    pub pfcwd: Vec<PfcwdStatsRow>,
+    /// Queueing-delay histograms: per (port, queue) the counts of the log2 buckets
+    /// (`headroom_core::counters::delay_bucket`).
+    pub delay_histograms: Vec<DelayHistogramRow>,
+}
+
+/// A queueing-delay histogram.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DelayHistogramRow {
+    /// Port name.
+    pub port: String,
+    /// Queue.
+    pub queue: u8,
+    /// Count per log2 bucket.
+    pub buckets: Vec<u64>,
+}
