@@ -3,7 +3,7 @@
 
 use crate::error::DpdkError;
 
-/// argv[0] handed to `rte_eal_init` (EAL uses it only in log lines).
+/// `argv[0]` handed to `rte_eal_init` (EAL uses it only in log lines).
 pub const PROGRAM_NAME: &str = "headroom";
 
 /// EAL memory without hugepages when `-m` is not given (DPDK 22.11 default).

@@ -50,7 +50,7 @@ impl Eal {
     /// `["-l", "0-3", "-a", "0000:3b:00.0"]` on a machine with hugepages and a NIC bound to
     /// vfio-pci.
     ///
-    /// - argv[0] is [`args::PROGRAM_NAME`].
+    /// - `argv[0]` is [`args::PROGRAM_NAME`].
     /// - Without `--file-prefix`, `--file-prefix=headroom-<pid>` is added, so that two headroom
     ///   processes never collide on DPDK's runtime directory. Pass your own unique prefix if
     ///   other DPDK tools (`dpdk-proc-info`) must attach.
@@ -201,7 +201,7 @@ impl Eal {
             .unwrap_or_default()
     }
 
-    /// The full argument vector EAL was started with (argv[0] and an added `--file-prefix`
+    /// The full argument vector EAL was started with (`argv[0]` and an added `--file-prefix`
     /// included).
     #[must_use]
     pub fn args(&self) -> &[String] {

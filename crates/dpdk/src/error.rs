@@ -19,7 +19,7 @@ pub enum DpdkError {
     /// `rte_eal_init` failed. The EAL log on stderr says why; `rte_errno` is not reliable after a
     /// failed init (it reads 0 on a file-prefix collision), so it is only a hint.
     EalInitFailed {
-        /// The full argument vector handed to DPDK (argv[0] included).
+        /// The full argument vector handed to DPDK (`argv[0]` included).
         args: Vec<String>,
         /// `rte_errno` after the failure, as text.
         errno_hint: String,
