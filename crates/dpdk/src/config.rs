@@ -33,17 +33,23 @@ impl Default for PortConfig {
     }
 }
 
-/// What became of the NIC's own flow control (IEEE 802.3x PAUSE / 802.1Qbb PFC generated and
-/// honoured by the hardware) when the port was opened. headroom does PFC in software, so the
-/// NIC must not pause the link on its own.
+/// What became of the NIC's own flow control (IEEE 802.3 Annex 31B PAUSE / 802.1Qbb PFC
+/// generated and honoured by the hardware) when the port was opened. headroom does PFC in
+/// software, so the NIC must neither pause the link on its own nor swallow the MAC Control
+/// frames (EtherType 0x8808) headroom has to see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlowControlState {
-    /// The NIC had flow control on; it was switched off.
-    SwitchedOff,
-    /// The NIC reported flow control already off.
-    WasOff,
+    /// The NIC's flow control is off.
+    Off {
+        /// It was on and this backend switched it off.
+        was_on: bool,
+        /// The NIC accepted `mac_ctrl_frame_fwd`: received MAC Control frames are handed to
+        /// software instead of being dropped by the MAC. When false, whether PFC frames reach
+        /// headroom depends on the NIC's default.
+        mac_control_forwarded: bool,
+    },
     /// The PMD has no flow-control operation (virtual devices: ring, null, af_packet, af_xdp):
-    /// there is nothing to switch off.
+    /// there is nothing to switch off, and MAC Control frames are ordinary frames.
     NotSupported,
 }
 

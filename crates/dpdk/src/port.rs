@@ -173,10 +173,10 @@ impl DpdkPort {
     /// 2. sets the RX queues up with buffers from `mempool`, whose mbufs must hold a whole
     ///    frame of `mtu + 18` bytes (multi-segment frames are not supported);
     /// 3. starts the port;
-    /// 4. switches the NIC's own IEEE 802.3x/802.1Qbb flow control off: headroom generates and
-    ///    honours PFC in software, and NIC pause would stop the wire behind its back. A device
-    ///    without flow-control support (every virtual PMD) records
-    ///    [`FlowControlState::NotSupported`];
+    /// 4. switches the NIC's own flow control (802.3 PAUSE) off and asks it to hand received
+    ///    MAC Control frames to software: headroom generates and honours PFC (802.1Qbb) itself,
+    ///    and NIC pause would stop the wire behind its back. A device without flow-control
+    ///    support (every virtual PMD) records [`FlowControlState::NotSupported`];
     /// 5. enables promiscuous mode when asked (recorded as [`PromiscuousState::NotSupported`]
     ///    where the PMD has no such mode).
     ///
@@ -533,28 +533,53 @@ impl DpdkPort {
     }
 }
 
-/// Switches the NIC's link-level pause (IEEE 802.3 Annex 31B) off. PFC (802.1Qbb) stays off
-/// because no DCB mode is configured.
+/// Switches the NIC's link-level pause (IEEE 802.3 Annex 31B) off and asks it to forward
+/// received MAC Control frames to software, so that PFC frames (802.1Qbb) from the link partner
+/// reach headroom. NIC-level PFC stays off because no DCB mode is configured.
 fn switch_flow_control_off(port_id: u16) -> Result<FlowControlState, DpdkError> {
-    let mut fc_conf = sys::rte_eth_fc_conf::default();
-    // SAFETY: port is valid; fc_conf is a live local.
-    let rc = unsafe { sys::rte_eth_dev_flow_ctrl_get(port_id, &mut fc_conf) };
+    let mut current = sys::rte_eth_fc_conf::default();
+    // SAFETY: port is valid; `current` is a live local.
+    let rc = unsafe { sys::rte_eth_dev_flow_ctrl_get(port_id, &mut current) };
     if rc == -libc::ENOTSUP {
         return Ok(FlowControlState::NotSupported);
     }
     check("rte_eth_dev_flow_ctrl_get", port_id, rc)?;
-    if fc_conf.mode == sys::rte_eth_fc_mode::RTE_ETH_FC_NONE {
-        return Ok(FlowControlState::WasOff);
+    let was_on = current.mode != sys::rte_eth_fc_mode::RTE_ETH_FC_NONE;
+    let set = |forward_mac_control: bool| {
+        let mut wanted = current;
+        wanted.mode = sys::rte_eth_fc_mode::RTE_ETH_FC_NONE;
+        wanted.autoneg = 0;
+        wanted.mac_ctrl_frame_fwd = u8::from(forward_mac_control);
+        // SAFETY: port is valid; `wanted` holds the device's settings with the mode changed.
+        unsafe { sys::rte_eth_dev_flow_ctrl_set(port_id, &mut wanted) }
+    };
+    match set(true) {
+        0 => {
+            return Ok(FlowControlState::Off {
+                was_on,
+                mac_control_forwarded: true,
+            })
+        }
+        rc if rc == -libc::ENOTSUP => return Ok(FlowControlState::NotSupported),
+        _ => {}
     }
-    fc_conf.mode = sys::rte_eth_fc_mode::RTE_ETH_FC_NONE;
-    fc_conf.autoneg = 0;
-    // SAFETY: port is valid; fc_conf holds the device's settings with the mode changed.
-    let rc = unsafe { sys::rte_eth_dev_flow_ctrl_set(port_id, &mut fc_conf) };
-    if rc == -libc::ENOTSUP {
-        return Ok(FlowControlState::NotSupported);
+    // Some NICs refuse MAC Control forwarding: switch pause off without it.
+    match set(false) {
+        0 => Ok(FlowControlState::Off {
+            was_on,
+            mac_control_forwarded: false,
+        }),
+        rc if rc == -libc::ENOTSUP => Ok(FlowControlState::NotSupported),
+        rc if !was_on => {
+            // Already off; only the forwarding request failed.
+            tracing::warn!(port = port_id, error = %sys::strerror(rc), "flow control set failed");
+            Ok(FlowControlState::Off {
+                was_on,
+                mac_control_forwarded: false,
+            })
+        }
+        rc => Err(call_error("rte_eth_dev_flow_ctrl_set", port_id, rc)),
     }
-    check("rte_eth_dev_flow_ctrl_set", port_id, rc)?;
-    Ok(FlowControlState::SwitchedOff)
 }
 
 impl fmt::Debug for DpdkPort {
