@@ -175,3 +175,24 @@ fn too_many_queues_are_refused() {
     let link = port.link().expect("link");
     assert!(link.up);
 }
+
+/// alloc_frame zeroes the frame even when the mbuf is recycled with old bytes in it.
+#[test]
+fn alloc_frame_zeroes_recycled_mbufs() {
+    let eal = common::eal(VDEVS);
+    let pool = Mempool::new(eal, "null_zeroes", 7, 0, DEFAULT_DATA_ROOM_BYTES).expect("pool");
+    for round in 0..3 {
+        let mut frames: Vec<_> = (0..7)
+            .map(|_| pool.alloc_frame(1500).expect("mbuf"))
+            .collect();
+        assert!(pool.alloc_frame(1).is_none(), "all 7 mbufs are out");
+        for frame in &mut frames {
+            assert!(
+                frame.data().iter().all(|&b| b == 0),
+                "round {round}: a recycled mbuf was not zeroed"
+            );
+            frame.data_mut().fill(0xFF);
+        }
+    }
+    assert_pool_full(&pool, "after three rounds");
+}
