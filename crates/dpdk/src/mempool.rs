@@ -36,6 +36,7 @@ struct MempoolInner {
     pool: NonNull<sys::rte_mempool>,
     name: String,
     capacity: u32,
+    cache_size: u32,
     data_room_bytes: u16,
     estimated_bytes: u64,
     eal: Eal,
@@ -148,6 +149,7 @@ impl Mempool {
             pool,
             name: name.to_owned(),
             capacity: n_mbufs,
+            cache_size,
             data_room_bytes,
             estimated_bytes,
             eal: eal.clone(),
@@ -164,6 +166,12 @@ impl Mempool {
     #[must_use]
     pub fn capacity(&self) -> u32 {
         self.0.capacity
+    }
+
+    /// Mbufs each lcore may keep in its private cache.
+    #[must_use]
+    pub fn cache_size(&self) -> u32 {
+        self.0.cache_size
     }
 
     /// Mbufs free in the pool right now, per-lcore caches included (`rte_mempool_avail_count`).

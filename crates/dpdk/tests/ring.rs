@@ -111,7 +111,7 @@ fn open_side(name: &str, pool: &Mempool) -> Side {
 }
 
 fn pool(name: &str, n_mbufs: u32) -> Mempool {
-    let pool = Mempool::new(common::eal(&[]), name, n_mbufs, 32, DEFAULT_DATA_ROOM_BYTES)
+    let pool = Mempool::new(common::eal(&[]), name, n_mbufs, 0, DEFAULT_DATA_ROOM_BYTES)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_pool_full(&pool, "new pool");
     pool

@@ -133,12 +133,26 @@ pub fn rx_matching(
     kept
 }
 
-/// Asserts every mbuf of `pool` is back: available == capacity, none in use.
+/// Asserts every mbuf of `pool` is back: available == capacity, none in use. For a pool
+/// without a per-lcore cache it also takes every mbuf out once: a double free would have put
+/// an mbuf into the pool twice (the counts cap at the capacity and cannot show it), so
+/// `capacity` distinct mbufs and not one more must come out.
 pub fn assert_pool_full(pool: &Mempool, context: &str) {
     assert_eq!(
         (pool.available(), pool.in_use()),
         (pool.capacity(), 0),
         "{context}: every mbuf of pool {:?} must be back",
+        pool.name()
+    );
+    if pool.cache_size() > 0 {
+        return;
+    }
+    let all: Vec<MbufFrame> = std::iter::from_fn(|| pool.alloc_frame(0)).collect();
+    let distinct: std::collections::BTreeSet<_> = all.iter().map(|frame| frame.as_raw()).collect();
+    assert_eq!(
+        (all.len(), distinct.len()),
+        (pool.capacity() as usize, pool.capacity() as usize),
+        "{context}: pool {:?} must hand out each of its mbufs exactly once (double free?)",
         pool.name()
     );
 }
