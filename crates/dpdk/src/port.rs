@@ -269,7 +269,7 @@ impl DpdkPort {
         for queue in 0..config.rx_queues {
             // SAFETY: port configured with `rx_queues` queues; NULL rxconf selects the PMD's
             // defaults; the pool outlives the port (PortShared keeps a handle).
-            check("rte_eth_rx_queue_setup", port_id, unsafe {
+            let rc = unsafe {
                 sys::rte_eth_rx_queue_setup(
                     port_id,
                     queue,
@@ -278,7 +278,30 @@ impl DpdkPort {
                     std::ptr::null(),
                     mempool.as_ptr().as_ptr(),
                 )
-            })?;
+            };
+            if rc < 0 {
+                // PMDs often fill their RX ring from the pool here (af_xdp takes 2048 mbufs per
+                // queue): say how full the pool is.
+                let driver = if dev_info.driver_name.is_null() {
+                    "?".into()
+                } else {
+                    // SAFETY: dev_info_get set driver_name to the PMD's static C string.
+                    unsafe { CStr::from_ptr(dev_info.driver_name) }.to_string_lossy()
+                };
+                return Err(DpdkError::Call {
+                    call: "rte_eth_rx_queue_setup",
+                    subject: format!(
+                        "port {port_id} ({driver}) RX queue {queue} with {rx_desc} descriptors; \
+                         mempool {:?} has {} of {} mbufs free (some PMDs fill their ring from \
+                         it here, net_af_xdp takes 2048 per queue; see the EAL log)",
+                        mempool.name(),
+                        mempool.available(),
+                        mempool.capacity()
+                    ),
+                    code: rc,
+                    text: sys::strerror(rc),
+                });
+            }
         }
         for queue in 0..config.tx_queues {
             // SAFETY: port configured with `tx_queues` queues; NULL txconf selects defaults

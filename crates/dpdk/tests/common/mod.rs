@@ -5,6 +5,8 @@
 //! each file calls [`eal`] with its own devices and all its tests share the EAL.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod veth;
+
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
