@@ -1,0 +1,10 @@
+//! A real kernel interface through DPDK: `net_af_packet` on one end of a veth pair, a raw
+//! AF_PACKET socket on the other (see `common/veth.rs`). Needs root; fails loudly otherwise.
+#![cfg(feature = "dpdk")]
+
+mod common;
+
+#[test]
+fn frames_cross_a_veth_between_net_af_packet_and_a_raw_socket() {
+    common::veth::frames_cross_a_veth("net_af_packet");
+}
