@@ -437,7 +437,9 @@ impl<F: Frame> Egress<F> {
                     let d: Vec<u64> = current
                         .iter()
                         .zip(queue.wd_base)
-                        .map(|(c, b)| c - b)
+                        // Saturating: the RX pair is read from another side's counters, one
+                        // word at a time; a read between its two increments must not wrap.
+                        .map(|(c, b)| c.saturating_sub(b))
                         .collect();
                     stats.tx_ok.add(d[0]);
                     stats.tx_drop.add(d[1]);
