@@ -764,6 +764,38 @@ fn alert_action_changes_nothing_and_restores_when_the_condition_stops() {
 }
 
 #[test]
+fn drop_action_never_transmits_a_held_frame_beyond_the_per_poll_drop_budget() {
+    let mut b = Bench::new(params(WatchdogAction::Drop, &[PORT_C]));
+    b.storm(ms(10), 10 * MS, ms(2000));
+    // 300 frames of one cell each from 20 ms: more than the drop action discards per poll
+    // (256), fewer than PG 3 of port A admits (264 cells to XOFF + 128 of headroom).
+    let burst = b.data(
+        (PORT_A, HOST_A),
+        HOST_C,
+        3,
+        ms(20),
+        1_000,
+        ms(20).saturating_add_nanos(299_000),
+    );
+    b.run_to(ms(300));
+    assert_eq!(b.sent(burst).len(), 300);
+    assert_eq!(b.lab.sw.egress().queue_len(PortId(PORT_C), Q3), 300);
+    assert_eq!(b.lab.rx_counters(PORT_A).pg_drops[3].get(), 0);
+    b.run_to(ms(1000));
+    assert_eq!(
+        b.watchdog_events(),
+        vec![detected(PORT_C, 3, WatchdogAction::Drop, ms(301))]
+    );
+    assert!(
+        b.delivered(burst).is_empty(),
+        "{} held frames left a queue under the drop action",
+        b.delivered(burst).len()
+    );
+    assert_eq!(b.lab.tx_counters(PORT_C).pfcwd_drops[Q3].get(), 300);
+    assert_eq!(b.lab.sw.egress().queue_len(PortId(PORT_C), Q3), 0);
+}
+
+#[test]
 fn last_counters_cover_the_last_storm_only() {
     let mut b = Bench::new(params(WatchdogAction::Drop, &[PORT_C]));
     // Storm 1: PFC 10..300 ms, traffic 20..400 ms. Detected at 301 (start 20 + 200 → 301),
