@@ -488,6 +488,11 @@ impl Sim {
             });
         }
         let t = self.next_event_time();
+        self.step_at(t);
+        Ok(t)
+    }
+
+    fn step_at(&mut self, t: Instant) {
         debug_assert!(
             t > self.now || self.poked,
             "time strictly increases between steps"
@@ -495,7 +500,6 @@ impl Sim {
         self.poked = false;
         self.steps += 1;
         self.process(t);
-        Ok(t)
     }
 
     /// Processes every event up to and including `until`, then sets the clock to `until`.
@@ -503,8 +507,18 @@ impl Sim {
     /// # Errors
     /// [`SimError::StepLimit`] when the step budget runs out first.
     pub fn run_until(&mut self, until: Instant) -> Result<(), SimError> {
-        while self.next_event_time() <= until {
-            self.step()?;
+        loop {
+            let t = self.next_event_time();
+            if t > until {
+                break;
+            }
+            if self.steps >= self.config.max_steps {
+                return Err(SimError::StepLimit {
+                    at: self.now,
+                    steps: self.steps,
+                });
+            }
+            self.step_at(t);
         }
         self.now = self.now.max(until);
         Ok(())
