@@ -36,7 +36,8 @@ pub struct HostParams {
 }
 
 impl HostParams {
-    /// Host number `n`: name `h<n>`, locally administered MAC 02:48:53:00:<n>.
+    /// Host number `n`: name `h<n>`, locally administered MAC `02:48:53:00` followed by `n`
+    /// (big endian).
     #[must_use]
     pub fn numbered(n: u16) -> Self {
         let [hi, lo] = n.to_be_bytes();
