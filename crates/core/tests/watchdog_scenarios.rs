@@ -81,8 +81,8 @@ fn params(action: WatchdogAction, watched_ports: &[u16]) -> SwitchParams {
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    /// PFC frame from `src` with these per-priority quanta (class enable = non-zero entries
-    /// plus explicit zeros are not needed here).
+    /// PFC frame from `src` with these per-priority quanta; the class-enable vector holds the
+    /// priorities with non-zero quanta.
     Pfc { src: [u8; 6], quanta: [u16; 8] },
     /// An IPv4/UDP data frame.
     Data {
@@ -429,10 +429,10 @@ fn detection_time_with_episode_at(episode: Instant) -> (Instant, u64) {
     b.lab.sw.shared().set_tx_enable(PortId(PORT_C), false);
     let s = b.data((PORT_A, HOST_A), HOST_C, 3, ms(20), 1, ms(20));
     b.storm(episode, 10 * MS, ms(2000));
-    b.run_to(ms(20));
-    // Transmission disabled alone is not a storm (no pause in force).
-    b.run_to(episode.saturating_add_nanos(0).max(ms(20)));
+    // Transmission disabled alone is not a storm (no pause in force before `episode`).
+    b.run_to(episode);
     assert!(b.delivered(s).is_empty());
+    assert!(b.watchdog_events().is_empty());
     b.lab.sw.shared().set_tx_enable(PortId(PORT_C), true);
     b.run_to(ms(1000));
     let events = b.watchdog_events();

@@ -218,7 +218,7 @@ impl Flow {
         (!self.finished()).then_some(self.next_at)
     }
 
-    /// The next frame, stamped, sent at `now` on a link of `link_bps`.
+    /// The next frame, stamped, sent at `now`.
     pub(crate) fn take_frame(&mut self, now: Instant) -> HeapFrame {
         let mut frame = self.template.clone();
         frame.data_mut()[self.seq_offset..self.seq_offset + 8]

@@ -43,7 +43,7 @@ fn one_frame_takes_two_wire_times_and_two_propagation_delays() {
     let f = sim.add_flow(spec).unwrap();
     let expected = Instant::from_micros(200)
         .saturating_add_nanos(2 * (wire_time_ns(1000, GBPS) + PROPAGATION_NS));
-    sim.run_until(expected.saturating_add_nanos(0)).unwrap();
+    sim.run_until(expected).unwrap();
     assert_eq!(sim.flow(f).delivered_frames, 1);
     assert_eq!(sim.flow(f).last_delivery, Some(expected));
     assert_eq!(sim.host(h[1]).stats().foreign_rx, 0);
