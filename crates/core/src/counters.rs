@@ -154,7 +154,8 @@ pub struct IngressPortCounters {
     pub rx_tc_frames: PerPrio<Counter>,
     /// Bytes of frames classified and admitted, per traffic class.
     pub rx_tc_bytes: PerPrio<Counter>,
-    /// Frames that reached admission of each ingress PG (SAI `INGRESS_PRIORITY_GROUP_STAT_PACKETS`).
+    /// Frames classified into each ingress PG, dropped ones included (SAI
+    /// `INGRESS_PRIORITY_GROUP_STAT_PACKETS`); `pg_drops` is a subset.
     pub pg_frames: PerPrio<Counter>,
     /// Frames each ingress PG dropped (SAI `..._DROPPED_PACKETS`).
     pub pg_drops: PerPrio<Counter>,

@@ -288,7 +288,12 @@ impl<F: Frame> Egress<F> {
         let p = self.ports[i].id.index();
         let mut eligible = 0u8;
         for q in 0..PRIORITY_COUNT {
-            if !self.ports[i].queues[q].is_empty() && !self.paused(i, q, now) {
+            // A queue under the watchdog's drop action never transmits: what `drop_stormed`
+            // could not discard within its per-poll budget waits for the next poll.
+            if !self.ports[i].queues[q].is_empty()
+                && !self.paused(i, q, now)
+                && self.shared.mitigation.get(p, q) != QueueMitigation::Drop
+            {
                 eligible |= 1 << q;
             }
         }
@@ -441,7 +446,9 @@ impl<F: Frame> Egress<F> {
                     let d: Vec<u64> = current
                         .iter()
                         .zip(queue.wd_base)
-                        .map(|(c, b)| c - b)
+                        // Saturating: the RX pair is read from another side's counters, one
+                        // word at a time; a read between its two increments must not wrap.
+                        .map(|(c, b)| c.saturating_sub(b))
                         .collect();
                     stats.tx_ok.add(d[0]);
                     stats.tx_drop.add(d[1]);

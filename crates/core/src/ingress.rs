@@ -361,6 +361,9 @@ impl<F: Frame> Ingress<F> {
         // The watchdog's drop action also drops what the stormed port receives for that queue
         // index (SONiC's ACL `MATCH_TC = queue → DROP`).
         if self.shared.mitigation.get(p, queue.index()) == QueueMitigation::Drop {
+            // Counted in the PG's packets too, as every PG drop is: SAI's DROPPED_PACKETS is a
+            // subset of PACKETS, and the watchdog's RX OK is their difference.
+            counters.pg_frames[pg.index()].inc();
             counters.pg_drops[pg.index()].inc();
             return self.drop_frame(port, DropReason::PfcwdIngress, frame);
         }

@@ -1,2 +1,706 @@
-//! headroom-sim: see Cargo.toml for its purpose. Work in progress.
+//! headroom-sim: a deterministic virtual-time harness of several headroom switches, hosts and
+//! ideal links.
+//!
+//! The simulator drives the real dataplane — [`headroom_core::switch::Switch`] over
+//! [`HeapFrame`]s — exactly as the runtime does, with time passed in: no thread, no clock, no
+//! I/O. It reuses `headroom-core` and `headroom-wire` only.
+//!
+//! # Model
+//!
+//! * **Switches** are `Switch<HeapFrame>` built from [`SwitchParams`]; forwarding, buffer
+//!   accounting, PFC generation and reception, the watchdog, ECN: all of it is the core's.
+//!   A switch takes no time to process a frame.
+//! * **Links** ([`link`]) are full duplex, lossless, with a bit rate and a fixed propagation
+//!   delay. Each direction carries one frame at a time; a frame arrives whole after its wire
+//!   time (preamble, FCS and inter-frame gap included) plus the propagation delay. A switch
+//!   port's link rate must equal the port's speed.
+//! * **Hosts** ([`host`]) are NICs: they send the frames of their [`flow`]s round robin, honour
+//!   PFC per priority (quanta × 512 bit times at the link rate), and absorb everything they
+//!   receive at line rate (a host never sends PFC). Receiving hosts count each flow's frames,
+//!   bytes, sequence gaps and CE marks.
+//!
+//! # Time and call order
+//!
+//! The simulation jumps from event to event. The next event is the earliest of: a frame
+//! arriving at the end of a link, a link's transmitter becoming free, a switch's
+//! [`Switch::poll_timeout`], a host becoming able to send (a pause expiring, a rate-limited or
+//! delayed flow becoming ready), and a fallback tick ([`SimConfig::tick_ns`]) so that
+//! time-driven work the core does not announce in `poll_timeout` (storm-rate windows) runs too.
+//! At each event time `t`, in the order documented on [`headroom_core::switch`]:
+//!
+//! 1. frames whose last bit arrived by `t` are delivered: to switches with
+//!    [`Switch::handle_rx_burst`] (one burst per port), to hosts;
+//! 2. [`Switch::handle_timeout`] on every switch;
+//! 3. every free transmitter sends at most one frame: a switch port what
+//!    [`Switch::poll_tx_burst`] returns (PFC first), a host its next eligible frame;
+//! 4. [`Switch::poll_event`] until empty, into [`Sim::events`].
+//!
+//! Everything is iterated in index order, so a run is a pure function of its inputs. Nothing
+//! random is needed; parameters carry the core's WRED seed.
+//!
+//! # Bounds
+//!
+//! Every call that advances time is bounded by [`SimConfig::max_steps`] (events processed over
+//! the simulator's life) and fails with [`SimError::StepLimit`] rather than spin; time strictly
+//! increases at every step, except one step at the current instant after an outside change. Events kept are bounded by [`SimConfig::max_events`] (the excess is
+//! counted in [`Sim::events_lost`]); injected frames per host by
+//! [`host::MAX_INJECTED_FRAMES`].
+//!
+//! # Example
+//!
+//! ```
+//! use headroom_core::params::presets;
+//! use headroom_core::time::Instant;
+//! use headroom_core::types::{PortId, Priority};
+//! use headroom_sim::{Endpoint, FlowSpec, HostParams, LinkParams, Sim};
+//!
+//! const GBPS: u64 = 1_000_000_000;
+//! let mut sim = Sim::new();
+//! let sw = sim.add_switch(presets::simple(2, GBPS)).unwrap();
+//! let a = sim.add_host(HostParams::numbered(1));
+//! let b = sim.add_host(HostParams::numbered(2));
+//! let link = LinkParams::new(GBPS, 1_000);
+//! sim.connect(Endpoint::Host(a), Endpoint::Switch(sw, PortId(0)), link).unwrap();
+//! sim.connect(Endpoint::Host(b), Endpoint::Switch(sw, PortId(1)), link).unwrap();
+//! let mut spec = FlowSpec::new(a, b, 3, Priority::from_low_bits(3));
+//! spec.frames = Some(100);
+//! let flow = sim.add_flow(spec).unwrap();
+//! sim.run_until(Instant::from_millis(2)).unwrap();
+//! assert_eq!(sim.flow(flow).delivered_frames, 100);
+//! assert_eq!(sim.flow(flow).lost_frames, 0);
+//! ```
 #![forbid(unsafe_code)]
+
+pub mod flow;
+pub mod host;
+pub mod link;
+
+pub use flow::{FlowId, FlowSpec, FlowStats};
+pub use host::{Host, HostId, HostParams, HostStats};
+pub use link::{Channel, ChannelStats, Link, LinkId, LinkParams};
+
+use flow::Flow;
+use headroom_core::events::Event;
+use headroom_core::frame::HeapFrame;
+use headroom_core::params::{ParamsError, SwitchParams};
+use headroom_core::switch::Switch;
+use headroom_core::time::{Duration, Instant};
+use headroom_core::types::PortId;
+use std::collections::VecDeque;
+
+/// Index of a switch in its [`Sim`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SwitchId(pub usize);
+
+/// One end of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Endpoint {
+    /// A port of a switch.
+    Switch(SwitchId, PortId),
+    /// A host's NIC.
+    Host(HostId),
+}
+
+/// Limits and pacing of a simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimConfig {
+    /// Longest jump between two steps, ns (> 0): switches see `handle_timeout` at least this
+    /// often.
+    pub tick_ns: u64,
+    /// Most steps (event times processed) over the simulator's life.
+    pub max_steps: u64,
+    /// Most switch events kept in [`Sim::events`].
+    pub max_events: usize,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            tick_ns: 1_000_000,
+            max_steps: 200_000_000,
+            max_events: 1 << 20,
+        }
+    }
+}
+
+/// An event a switch reported, with the switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimEvent {
+    /// The switch that reported it.
+    pub switch: SwitchId,
+    /// What it reported (carries its own time).
+    pub event: Event,
+}
+
+/// Why the simulator refused something or stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// No such switch.
+    UnknownSwitch,
+    /// The switch has no such port.
+    UnknownPort,
+    /// No such host.
+    UnknownHost,
+    /// No such flow.
+    UnknownFlow,
+    /// The endpoint already has a link.
+    AlreadyConnected(Endpoint),
+    /// The endpoint has no link.
+    NotConnected(Endpoint),
+    /// A link's rate differs from the speed of a switch port it connects.
+    RateMismatch {
+        /// The port.
+        endpoint: Endpoint,
+        /// The port's speed.
+        port_bps: u64,
+        /// The link's rate.
+        link_bps: u64,
+    },
+    /// A link's parameters are unusable.
+    InvalidLink(String),
+    /// A flow's parameters are unusable.
+    InvalidFlow(String),
+    /// The configuration is unusable.
+    InvalidConfig(String),
+    /// The switch parameters were refused by the core.
+    Switch(ParamsError),
+    /// The host's injection queue is full.
+    InjectQueueFull(HostId),
+    /// The step budget ran out: the run is longer than planned, or something livelocks.
+    StepLimit {
+        /// Virtual time reached.
+        at: Instant,
+        /// Steps processed.
+        steps: u64,
+    },
+}
+
+impl core::fmt::Display for SimError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::UnknownSwitch => f.write_str("no such switch"),
+            Self::UnknownPort => f.write_str("no such switch port"),
+            Self::UnknownHost => f.write_str("no such host"),
+            Self::UnknownFlow => f.write_str("no such flow"),
+            Self::AlreadyConnected(e) => write!(f, "{e:?} already has a link"),
+            Self::NotConnected(e) => write!(f, "{e:?} has no link"),
+            Self::RateMismatch {
+                endpoint,
+                port_bps,
+                link_bps,
+            } => write!(
+                f,
+                "{endpoint:?} runs at {port_bps} b/s, the link at {link_bps} b/s"
+            ),
+            Self::InvalidLink(why) => write!(f, "invalid link: {why}"),
+            Self::InvalidFlow(why) => write!(f, "invalid flow: {why}"),
+            Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
+            Self::Switch(e) => write!(f, "switch parameters refused: {e}"),
+            Self::InjectQueueFull(h) => write!(f, "{h:?}: injection queue full"),
+            Self::StepLimit { at, steps } => write!(
+                f,
+                "step limit reached: {steps} steps at {at:?} (run longer than planned, or a livelock)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+#[derive(Debug)]
+struct SwitchNode {
+    sw: Switch<HeapFrame>,
+    /// Per port: the link and the side of it this port transmits on.
+    ports: Vec<Option<(LinkId, usize)>>,
+    /// Per port: frames received at the current step.
+    rx: Vec<Vec<HeapFrame>>,
+    /// Per port: frames `poll_tx_burst` returned beyond the one the link took.
+    pending: Vec<VecDeque<HeapFrame>>,
+}
+
+/// The simulator. See the [crate documentation](crate).
+#[derive(Debug)]
+pub struct Sim {
+    config: SimConfig,
+    now: Instant,
+    steps: u64,
+    switches: Vec<SwitchNode>,
+    hosts: Vec<Host>,
+    host_links: Vec<Option<(LinkId, usize)>>,
+    links: Vec<Link>,
+    flows: Vec<Flow>,
+    events: Vec<SimEvent>,
+    events_lost: u64,
+    tx_scratch: Vec<HeapFrame>,
+    /// Something changed from outside between steps: process the current instant again.
+    poked: bool,
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sim {
+    /// An empty simulation at time zero with the default [`SimConfig`].
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            config: SimConfig::default(),
+            now: Instant::ZERO,
+            steps: 0,
+            switches: Vec::new(),
+            hosts: Vec::new(),
+            host_links: Vec::new(),
+            links: Vec::new(),
+            flows: Vec::new(),
+            events: Vec::new(),
+            events_lost: 0,
+            tx_scratch: Vec::with_capacity(2),
+            poked: false,
+        }
+    }
+
+    /// An empty simulation with `config`.
+    ///
+    /// # Errors
+    /// [`SimError::InvalidConfig`] for a zero tick or a zero step budget.
+    pub fn with_config(config: SimConfig) -> Result<Self, SimError> {
+        if config.tick_ns == 0 || config.max_steps == 0 {
+            return Err(SimError::InvalidConfig(
+                "tick_ns and max_steps must be > 0".into(),
+            ));
+        }
+        Ok(Self {
+            config,
+            ..Self::new()
+        })
+    }
+
+    /// Adds a switch built at the current time.
+    ///
+    /// # Errors
+    /// [`SimError::Switch`] when the core refuses the parameters.
+    pub fn add_switch(&mut self, params: SwitchParams) -> Result<SwitchId, SimError> {
+        let ports = params.ports.len();
+        let sw = Switch::new(params, self.now).map_err(SimError::Switch)?;
+        self.switches.push(SwitchNode {
+            sw,
+            ports: vec![None; ports],
+            rx: (0..ports).map(|_| Vec::new()).collect(),
+            pending: (0..ports).map(|_| VecDeque::new()).collect(),
+        });
+        Ok(SwitchId(self.switches.len() - 1))
+    }
+
+    /// Adds a host (connect it with [`Sim::connect`]).
+    pub fn add_host(&mut self, params: HostParams) -> HostId {
+        let id = HostId(self.hosts.len());
+        self.hosts.push(Host::new(id, params));
+        self.host_links.push(None);
+        id
+    }
+
+    fn attachment(&self, e: Endpoint) -> Result<Option<(LinkId, usize)>, SimError> {
+        match e {
+            Endpoint::Switch(s, p) => self
+                .switches
+                .get(s.0)
+                .ok_or(SimError::UnknownSwitch)?
+                .ports
+                .get(p.index())
+                .copied()
+                .ok_or(SimError::UnknownPort),
+            Endpoint::Host(h) => self
+                .host_links
+                .get(h.0)
+                .copied()
+                .ok_or(SimError::UnknownHost),
+        }
+    }
+
+    /// Connects two endpoints with a link; `a` transmits on the link's first channel.
+    ///
+    /// # Errors
+    /// Unknown or already connected endpoints, a zero rate, an endpoint linked to itself, a
+    /// rate different from a switch port's speed.
+    pub fn connect(
+        &mut self,
+        a: Endpoint,
+        b: Endpoint,
+        params: LinkParams,
+    ) -> Result<LinkId, SimError> {
+        if params.rate_bps == 0 {
+            return Err(SimError::InvalidLink("rate must be > 0".into()));
+        }
+        if a == b {
+            return Err(SimError::InvalidLink(
+                "an endpoint cannot be linked to itself".into(),
+            ));
+        }
+        for e in [a, b] {
+            if self.attachment(e)?.is_some() {
+                return Err(SimError::AlreadyConnected(e));
+            }
+            if let Endpoint::Switch(s, p) = e {
+                let port_bps = self.switches[s.0].sw.shared().params.ports[p.index()].speed_bps;
+                if port_bps != params.rate_bps {
+                    return Err(SimError::RateMismatch {
+                        endpoint: e,
+                        port_bps,
+                        link_bps: params.rate_bps,
+                    });
+                }
+            }
+        }
+        let id = LinkId(self.links.len());
+        for (side, e) in [a, b].into_iter().enumerate() {
+            match e {
+                Endpoint::Switch(s, p) => self.switches[s.0].ports[p.index()] = Some((id, side)),
+                Endpoint::Host(h) => {
+                    self.host_links[h.0] = Some((id, side));
+                    self.hosts[h.0].rate_bps = params.rate_bps;
+                }
+            }
+        }
+        self.links.push(Link {
+            params,
+            ends: [a, b],
+            dirs: [Channel::default(), Channel::default()],
+        });
+        Ok(id)
+    }
+
+    /// Adds a flow; its source host starts sending at `spec.start`.
+    ///
+    /// # Errors
+    /// Unknown hosts, or parameters out of range ([`SimError::InvalidFlow`]).
+    pub fn add_flow(&mut self, spec: FlowSpec) -> Result<FlowId, SimError> {
+        spec.validate(self.hosts.len())?;
+        let id = FlowId(self.flows.len());
+        if u32::try_from(id.0).is_err() {
+            return Err(SimError::InvalidFlow("too many flows".into()));
+        }
+        let src_mac = self.hosts[spec.src.0].params.mac;
+        let dst_mac = self.hosts[spec.dst.0].params.mac;
+        let src = spec.src;
+        self.flows.push(Flow::new(id, spec, src_mac, dst_mac));
+        self.hosts[src.0].flows.push(id);
+        self.poked = true;
+        Ok(id)
+    }
+
+    /// Queues a raw frame for `host` to send as soon as its link is free, ahead of its flows
+    /// and regardless of pauses (e.g. a learning hello, or a PFC frame from a storming peer).
+    ///
+    /// # Errors
+    /// Unknown host, or [`SimError::InjectQueueFull`].
+    pub fn inject(&mut self, host: HostId, frame: HeapFrame) -> Result<(), SimError> {
+        let h = self.hosts.get_mut(host.0).ok_or(SimError::UnknownHost)?;
+        if h.inject(frame) {
+            self.poked = true;
+            Ok(())
+        } else {
+            Err(SimError::InjectQueueFull(host))
+        }
+    }
+
+    /// Current virtual time.
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Steps processed so far.
+    #[must_use]
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Queues a learning hello for `host`: a 60-byte broadcast frame (EtherType 0x88B5, IEEE
+    /// 802 local experimental) in `vlan`, so that the switches on its path learn the host's MAC
+    /// address in that VLAN (IEEE 802.1Q 8.7). See [`Sim::inject`].
+    ///
+    /// # Errors
+    /// As [`Sim::inject`], or [`SimError::InvalidFlow`] for a VLAN outside 1..=4094.
+    pub fn hello(&mut self, host: HostId, vlan: Option<u16>) -> Result<(), SimError> {
+        let mac = self
+            .hosts
+            .get(host.0)
+            .ok_or(SimError::UnknownHost)?
+            .params
+            .mac;
+        let frame = flow::hello_frame(mac, vlan)?;
+        self.inject(host, frame)
+    }
+
+    /// When the next step will happen: now if something changed from outside since the last
+    /// step ([`Sim::inject`], [`Sim::add_flow`], [`Sim::switch_mut`]), else the earliest
+    /// event, at most one tick from now.
+    #[must_use]
+    pub fn next_event_time(&self) -> Instant {
+        let now = self.now;
+        if self.poked {
+            return now;
+        }
+        let mut next = now.saturating_add_nanos(self.config.tick_ns);
+        let mut consider = |t: Instant| {
+            if t > now && t < next {
+                next = t;
+            }
+        };
+        for link in &self.links {
+            for c in &link.dirs {
+                if let Some(t) = c.next_arrival() {
+                    consider(t);
+                }
+                consider(c.busy_until);
+            }
+        }
+        for node in &self.switches {
+            if let Some(t) = node.sw.poll_timeout(now) {
+                consider(t);
+            }
+        }
+        for (h, host) in self.hosts.iter().enumerate() {
+            let Some((link, side)) = self.host_links[h] else {
+                continue;
+            };
+            if self.links[link.0].dirs[side].is_free(now) {
+                if let Some(t) = host.next_wake(now, &self.flows) {
+                    consider(t);
+                }
+            }
+        }
+        next
+    }
+
+    /// Processes the next event time and returns it.
+    ///
+    /// # Errors
+    /// [`SimError::StepLimit`] when the step budget is spent.
+    pub fn step(&mut self) -> Result<Instant, SimError> {
+        if self.steps >= self.config.max_steps {
+            return Err(SimError::StepLimit {
+                at: self.now,
+                steps: self.steps,
+            });
+        }
+        let t = self.next_event_time();
+        self.step_at(t);
+        Ok(t)
+    }
+
+    fn step_at(&mut self, t: Instant) {
+        debug_assert!(
+            t > self.now || self.poked,
+            "time strictly increases between steps"
+        );
+        self.poked = false;
+        self.steps += 1;
+        self.process(t);
+    }
+
+    /// Processes every event up to and including `until`, then sets the clock to `until`.
+    ///
+    /// # Errors
+    /// [`SimError::StepLimit`] when the step budget runs out first.
+    pub fn run_until(&mut self, until: Instant) -> Result<(), SimError> {
+        loop {
+            let t = self.next_event_time();
+            if t > until {
+                break;
+            }
+            if self.steps >= self.config.max_steps {
+                return Err(SimError::StepLimit {
+                    at: self.now,
+                    steps: self.steps,
+                });
+            }
+            self.step_at(t);
+        }
+        self.now = self.now.max(until);
+        Ok(())
+    }
+
+    /// [`Sim::run_until`] `now + d`.
+    ///
+    /// # Errors
+    /// As [`Sim::run_until`].
+    pub fn run_for(&mut self, d: Duration) -> Result<(), SimError> {
+        self.run_until(self.now + d)
+    }
+
+    fn process(&mut self, t: Instant) {
+        self.now = t;
+        // 1. Frames whose last bit has arrived.
+        for link in &mut self.links {
+            for dir in 0..2 {
+                while link.dirs[dir].next_arrival().is_some_and(|a| a <= t) {
+                    let Some((_, frame)) = link.dirs[dir].in_flight.pop_front() else {
+                        break;
+                    };
+                    match link.ends[1 - dir] {
+                        Endpoint::Switch(s, p) => self.switches[s.0].rx[p.index()].push(frame),
+                        Endpoint::Host(h) => self.hosts[h.0].receive(t, &frame, &mut self.flows),
+                    }
+                }
+            }
+        }
+        for node in &mut self.switches {
+            for (p, burst) in node.rx.iter_mut().enumerate() {
+                if !burst.is_empty() {
+                    let port = PortId(u16::try_from(p).unwrap_or(u16::MAX));
+                    node.sw.handle_rx_burst(t, port, burst);
+                }
+            }
+        }
+        // 2. Time-driven work.
+        for node in &mut self.switches {
+            node.sw.handle_timeout(t);
+        }
+        // 3. One frame on every free transmitter.
+        for link in &mut self.links {
+            for dir in 0..2 {
+                if !link.dirs[dir].is_free(t) {
+                    continue;
+                }
+                let frame = match link.ends[dir] {
+                    Endpoint::Switch(s, p) => {
+                        let node = &mut self.switches[s.0];
+                        let pending = &mut node.pending[p.index()];
+                        if pending.is_empty() {
+                            self.tx_scratch.clear();
+                            node.sw
+                                .poll_tx_burst(t, p, &mut self.tx_scratch, 1, &mut |len| {
+                                    Some(HeapFrame::new(&vec![0; len]))
+                                });
+                            pending.extend(self.tx_scratch.drain(..));
+                        }
+                        pending.pop_front()
+                    }
+                    Endpoint::Host(h) => self.hosts[h.0].next_frame(t, &mut self.flows),
+                };
+                if let Some(frame) = frame {
+                    let params = link.params;
+                    link.dirs[dir].transmit(t, frame, &params);
+                }
+            }
+        }
+        // 4. Events.
+        for (s, node) in self.switches.iter_mut().enumerate() {
+            while let Some(event) = node.sw.poll_event() {
+                if self.events.len() < self.config.max_events {
+                    self.events.push(SimEvent {
+                        switch: SwitchId(s),
+                        event,
+                    });
+                } else {
+                    self.events_lost += 1;
+                }
+            }
+        }
+    }
+
+    /// A switch.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn switch(&self, id: SwitchId) -> &Switch<HeapFrame> {
+        &self.switches[id.0].sw
+    }
+
+    /// A switch, mutable (e.g. the big red switch). The next step processes the current instant
+    /// again, so that a change takes effect at once. (Changes made through the switch's shared
+    /// state from [`Sim::switch`] take effect at the next event, at most one tick later.)
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    pub fn switch_mut(&mut self, id: SwitchId) -> &mut Switch<HeapFrame> {
+        self.poked = true;
+        &mut self.switches[id.0].sw
+    }
+
+    /// A host.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn host(&self, id: HostId) -> &Host {
+        &self.hosts[id.0]
+    }
+
+    /// A flow's counters.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn flow(&self, id: FlowId) -> &FlowStats {
+        &self.flows[id.0].stats
+    }
+
+    /// A flow's specification.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn flow_spec(&self, id: FlowId) -> &FlowSpec {
+        &self.flows[id.0].spec
+    }
+
+    /// Every flow id, in order.
+    pub fn flow_ids(&self) -> impl Iterator<Item = FlowId> {
+        (0..self.flows.len()).map(FlowId)
+    }
+
+    /// A link.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn link(&self, id: LinkId) -> &Link {
+        &self.links[id.0]
+    }
+
+    /// The channel `end` transmits on, if it is connected.
+    #[must_use]
+    pub fn channel_from(&self, end: Endpoint) -> Option<&Channel> {
+        let (link, side) = self.attachment(end).ok()??;
+        Some(&self.links[link.0].dirs[side])
+    }
+
+    /// Bytes delivered to every flow's receiver so far.
+    #[must_use]
+    pub fn delivered_bytes(&self) -> u64 {
+        self.flows.iter().map(|f| f.stats.delivered_bytes).sum()
+    }
+
+    /// Data frames on the wire on every link (sent, not yet received).
+    #[must_use]
+    pub fn data_frames_in_flight(&self) -> u64 {
+        self.links
+            .iter()
+            .flat_map(|l| l.dirs.iter())
+            .map(|c| c.data_frames_in_flight() as u64)
+            .sum()
+    }
+
+    /// Events the switches reported, in order.
+    #[must_use]
+    pub fn events(&self) -> &[SimEvent] {
+        &self.events
+    }
+
+    /// Takes the events reported so far.
+    pub fn take_events(&mut self) -> Vec<SimEvent> {
+        core::mem::take(&mut self.events)
+    }
+
+    /// Events dropped because [`SimConfig::max_events`] were already kept.
+    #[must_use]
+    pub fn events_lost(&self) -> u64 {
+        self.events_lost
+    }
+}
