@@ -146,6 +146,8 @@ pub struct Ingress<F: Frame> {
     seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
     wanted_xoff: Vec<u8>,
     rate: Vec<[RateWindow; PRIORITY_COUNT]>,
+    /// Rate windows currently in alarm (so that idle polls skip the scan).
+    alarms_active: u32,
     cell_shift_or_size: u32,
 }
 
@@ -179,6 +181,7 @@ impl<F: Frame> Ingress<F> {
             seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
             wanted_xoff: vec![0; ports],
             rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
+            alarms_active: 0,
             cell_shift_or_size: params.cell_size_bytes,
             owned,
             owns,
@@ -563,6 +566,7 @@ impl<F: Frame> Ingress<F> {
             let was_high = w.frames > threshold;
             if w.alarmed && !was_high {
                 w.alarmed = false;
+                self.alarms_active -= 1;
                 self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
                     port,
                     priority: prio,
@@ -575,6 +579,7 @@ impl<F: Frame> Ingress<F> {
         w.frames += 1;
         if threshold > 0 && w.frames > threshold && !w.alarmed {
             w.alarmed = true;
+            self.alarms_active += 1;
             self.shared.ingress_events[self.side].push(Event::PfcRateHigh {
                 port,
                 priority: prio,
@@ -585,6 +590,9 @@ impl<F: Frame> Ingress<F> {
     }
 
     fn roll_rate_windows(&mut self, now: Instant) {
+        if self.alarms_active == 0 {
+            return;
+        }
         let threshold = u64::from(self.shared.params.storm_alarm_frames_per_second);
         for &port in &self.owned {
             for prio in Priority::ALL {
@@ -596,6 +604,7 @@ impl<F: Frame> Ingress<F> {
                         || now.as_nanos().saturating_sub(w.start_ns) >= 2 * RATE_WINDOW_NS;
                     if quiet {
                         w.alarmed = false;
+                        self.alarms_active -= 1;
                         w.frames = 0;
                         w.start_ns = now.as_nanos();
                         self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
