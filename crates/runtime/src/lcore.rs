@@ -224,6 +224,12 @@ where
                         queue.alloc_frame(len)
                     });
                 if n > 0 {
+                    self.mirror.record(
+                        &self.capture,
+                        port.id.0,
+                        true,
+                        port.pending.iter().map(Frame::data),
+                    );
                     let sent = port.queue.tx_burst(&mut port.pending);
                     port.queue.flush();
                     work += n;
