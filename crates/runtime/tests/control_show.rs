@@ -3,9 +3,7 @@
 
 mod control_harness;
 
-use control_harness::{
-    config_text, pause_frame, pfc_frame, udp_frame, Switch, A, C,
-};
+use control_harness::{config_text, pause_frame, pfc_frame, udp_frame, Switch, A, C};
 use headroom_runtime::protocol::{
     FdbRow, PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow, PgDropRow, PortSummary,
     QueueCounters, Request, RunningConfig, Show, Snapshot, WatermarkRow,
@@ -151,7 +149,10 @@ fn show_commands_report_the_traffic_sent() {
         };
         let row = queue(&queues, "Ethernet4", q);
         assert_eq!((row.packets, row.bytes), (n, n * len as u64), "UC{q}");
-        assert_eq!((row.drop_packets, row.drop_bytes, row.ecn_marked), (0, 0, 0));
+        assert_eq!(
+            (row.drop_packets, row.drop_bytes, row.ecn_marked),
+            (0, 0, 0)
+        );
         assert_eq!(row.depth_bytes, 0, "empty after sending");
     }
     let hello = queue(&queues, "Ethernet0", 1);
@@ -160,8 +161,13 @@ fn show_commands_report_the_traffic_sent() {
     assert_eq!(busy, rx_frames_sent + 1, "no frame elsewhere");
     let ecn: Vec<QueueCounters> = sw.show(Show::Ecn);
     assert_eq!(
-        ecn.iter().map(|r| (r.packets, r.ecn_marked)).collect::<Vec<_>>(),
-        queues.iter().map(|r| (r.packets, r.ecn_marked)).collect::<Vec<_>>()
+        ecn.iter()
+            .map(|r| (r.packets, r.ecn_marked))
+            .collect::<Vec<_>>(),
+        queues
+            .iter()
+            .map(|r| (r.packets, r.ecn_marked))
+            .collect::<Vec<_>>()
     );
 
     // show priority-group drop
@@ -213,7 +219,10 @@ fn show_commands_report_the_traffic_sent() {
 
     // show config
     let config: RunningConfig = sw.show(Show::Config);
-    assert_eq!(config.text, std::fs::read_to_string(&sw.config_path).unwrap());
+    assert_eq!(
+        config.text,
+        std::fs::read_to_string(&sw.config_path).unwrap()
+    );
     assert_eq!(config.file, sw.config_path.display().to_string());
     assert!(config.derived.contains("pg_lossless_10000_5m_profile"));
 
@@ -224,7 +233,10 @@ fn show_commands_report_the_traffic_sent() {
         snap.pfc.iter().map(|p| (p.rx, p.tx)).collect::<Vec<_>>(),
         pfc.iter().map(|p| (p.rx, p.tx)).collect::<Vec<_>>()
     );
-    assert_eq!(snap.queues, sw.show::<Vec<QueueCounters>>(Show::QueueCounters));
+    assert_eq!(
+        snap.queues,
+        sw.show::<Vec<QueueCounters>>(Show::QueueCounters)
+    );
     assert_eq!(
         snap.pg_used,
         vec![
@@ -244,7 +256,11 @@ fn show_commands_report_the_traffic_sent() {
         .iter()
         .find(|h| h.port == "Ethernet4" && h.queue == 3)
         .unwrap();
-    assert_eq!(delays.buckets.iter().sum::<u64>(), 10, "one delay per frame sent");
+    assert_eq!(
+        delays.buckets.iter().sum::<u64>(),
+        10,
+        "one delay per frame sent"
+    );
     assert!(snap.uptime_s > 0.0);
     sw.stop();
 }

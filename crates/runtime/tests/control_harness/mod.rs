@@ -75,9 +75,8 @@ impl Switch {
         );
         let config_path = dir.path().join("switch.toml");
         std::fs::write(&config_path, &text).expect("write config");
-        let (config, _warnings) =
-            headroom_config::parse(&text, &config_path.display().to_string())
-                .unwrap_or_else(|e| panic!("test configuration refused:\n{e}"));
+        let (config, _warnings) = headroom_config::parse(&text, &config_path.display().to_string())
+            .unwrap_or_else(|e| panic!("test configuration refused:\n{e}"));
         let control = ControlPlane::bind(&config_path, text, config).expect("bind control socket");
         let mut backend = backend_for(control.config());
         let running = start(plan::runtime_spec(control.config()), &mut backend).expect("start");
@@ -302,7 +301,8 @@ pub fn parse_pfc(frame: &[u8]) -> Option<(u8, [u16; 8])> {
     if frame.len() < 34 || frame[12..16] != [0x88, 0x08, 0x01, 0x01] {
         return None;
     }
-    let quanta = std::array::from_fn(|p| u16::from_be_bytes([frame[18 + 2 * p], frame[19 + 2 * p]]));
+    let quanta =
+        std::array::from_fn(|p| u16::from_be_bytes([frame[18 + 2 * p], frame[19 + 2 * p]]));
     Some((frame[17], quanta))
 }
 
