@@ -109,6 +109,8 @@ pub struct ControlPlane {
     started: std::time::Instant,
     /// `[port][priority]`: PFC storm-rate alarm active.
     alarms: Vec<[bool; PRIORITY_COUNT]>,
+    /// The dataplane was replaced: its capture flags must be set again.
+    capture_flags_stale: bool,
 }
 
 impl Drop for ControlPlane {
@@ -175,6 +177,7 @@ impl ControlPlane {
             pending: None,
             started: std::time::Instant::now(),
             alarms: vec![[false; PRIORITY_COUNT]; ports],
+            capture_flags_stale: false,
             config,
         })
     }
@@ -249,6 +252,11 @@ impl ControlPlane {
         if self.last_watermark_poll.elapsed() >= WATERMARK_POLL {
             self.fold_watermarks(running.shared());
             self.last_watermark_poll = std::time::Instant::now();
+        }
+        if self.capture_flags_stale {
+            // A new dataplane starts with no port captured.
+            self.update_capture_flags(running);
+            self.capture_flags_stale = false;
         }
         self.pump_captures(running);
         if self.pending.is_some() {
@@ -633,7 +641,8 @@ impl ControlPlane {
                 self.config.ports[p].tx_enable = enable;
                 if let Ok(text) = edit_key(
                     &self.config_text,
-                    &format!("port.{port}.tx_enable"),
+                    // Quoted: a port name may contain dots.
+                    &format!("port.\"{port}\".tx_enable"),
                     if enable { "true" } else { "false" },
                 ) {
                     self.config_text = text;
@@ -730,14 +739,10 @@ impl ControlPlane {
     ) {
         let response = match result {
             Ok((text, config, old)) => {
-                if let Some(old) = old {
-                    for p in 0..self.config.ports.len() {
-                        let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
-                        self.base[p] = self.base[p].plus(&last);
-                    }
+                match old {
+                    Some(old) => self.carry_over(&old, text, config),
+                    None => self.replace_config(text, config),
                 }
-                self.config_text = text;
-                self.config = config;
                 Response::ok("applied")
             }
             Err(e) => Response::error(format!("not applied: {e}")),
@@ -748,12 +753,56 @@ impl ControlPlane {
     }
 
     /// Carries the counters of a dataplane that is being replaced outside the control socket
-    /// (SIGHUP reload).
+    /// (SIGHUP reload). `old` must be the dataplane of the configuration running until now.
     pub fn carry_over(&mut self, old: &Shared, text: String, config: Config) {
-        for p in 0..self.config.ports.len().min(config.ports.len()) {
+        // What the old dataplane saw since the last fold would be lost with it.
+        self.fold_watermarks(old);
+        for p in 0..self.config.ports.len() {
             let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
             self.base[p] = self.base[p].plus(&last);
         }
+        self.replace_config(text, config);
+    }
+
+    /// Makes `config` the running configuration. Per-port and per-pool state follows ports and
+    /// pools by name: a reload may add, remove or reorder them (a new one starts at zero).
+    fn replace_config(&mut self, text: String, config: Config) {
+        let port_map: Vec<Option<usize>> = config
+            .ports
+            .iter()
+            .map(|p| self.config.ports.iter().position(|o| o.name == p.name))
+            .collect();
+        let pool_map: Vec<Option<usize>> = config
+            .pools
+            .iter()
+            .map(|p| self.config.pools.iter().position(|o| o.name == p.name))
+            .collect();
+        fn remap<T: Clone + Default>(old: &[T], map: &[Option<usize>]) -> Vec<T> {
+            map.iter()
+                .map(|i| i.and_then(|i| old.get(i).cloned()).unwrap_or_default())
+                .collect()
+        }
+        self.base = remap(&self.base, &port_map);
+        self.cleared = remap(&self.cleared, &port_map);
+        self.alarms = remap(&self.alarms, &port_map);
+        for marks in [&mut self.user_marks, &mut self.persistent_marks] {
+            marks.ports = remap(&marks.ports, &port_map);
+            marks.pools = remap(&marks.pools, &pool_map);
+        }
+        // Captures follow their port; a capture of a port that is gone ends.
+        self.captures.retain_mut(|s| {
+            match port_map
+                .iter()
+                .position(|m| *m == Some(usize::from(s.port)))
+            {
+                Some(new) => {
+                    s.port = u16::try_from(new).unwrap_or(u16::MAX);
+                    true
+                }
+                None => false,
+            }
+        });
+        self.capture_flags_stale = true;
         self.config_text = text;
         self.config = config;
     }

@@ -4,13 +4,12 @@
 
 mod control_harness;
 
-use control_harness::{config_text, ecn_of, parse_pfc, pfc_frame, udp_frame, Switch, A, C};
-use headroom_runtime::protocol::{
-    CaptureRequest, Change, PfcCounters, PfcwdStatsRow, QueueCounters, Request, Show, Snapshot,
+use control_harness::{
+    config_text, ecn_of, parse_pfc, pfc_frame, start_capture, udp_frame, Switch, A, C,
 };
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
-use std::sync::mpsc;
+use headroom_runtime::protocol::{
+    Change, PfcCounters, PfcwdStatsRow, QueueCounters, Request, Show, Snapshot,
+};
 use std::time::Duration;
 
 const LEN: usize = 1000;
@@ -27,61 +26,6 @@ fn set_tx(sw: &mut Switch, port: &str, enable: bool) {
 
 fn pfc_tx(sw: &mut Switch, port: usize) -> [u64; 8] {
     sw.show::<Vec<PfcCounters>>(Show::PfcCounters)[port].tx
-}
-
-/// One capture record (the control socket's stream format).
-#[derive(Debug)]
-struct Record {
-    port: u16,
-    transmitted: bool,
-    orig_len: u32,
-    data: Vec<u8>,
-}
-
-/// A capture client: connects, asks, reports the answer through `started`, then reads records
-/// until it has seen an XON for priority 3 (or the deadline passes).
-fn capture_client(
-    socket: std::path::PathBuf,
-    port: &str,
-    started: mpsc::Sender<String>,
-) -> std::thread::JoinHandle<Vec<Record>> {
-    let request = serde_json::to_string(&Request::Capture(CaptureRequest {
-        port: port.into(),
-        control_only: true,
-    }))
-    .unwrap();
-    std::thread::spawn(move || {
-        let mut stream = UnixStream::connect(&socket).unwrap();
-        stream.write_all(format!("{request}\n").as_bytes()).unwrap();
-        stream
-            .set_read_timeout(Some(control_harness::DEADLINE))
-            .unwrap();
-        let mut reader = BufReader::new(stream);
-        let mut answer = String::new();
-        reader.read_line(&mut answer).unwrap();
-        started.send(answer).unwrap();
-        let mut records = Vec::new();
-        loop {
-            let mut head = [0u8; 17];
-            if reader.read_exact(&mut head).is_err() {
-                return records;
-            }
-            let len = u16::from_le_bytes([head[15], head[16]]);
-            let mut data = vec![0; usize::from(len)];
-            reader.read_exact(&mut data).unwrap();
-            let record = Record {
-                port: u16::from_le_bytes([head[8], head[9]]),
-                transmitted: head[10] == 1,
-                orig_len: u32::from_le_bytes(head[11..15].try_into().unwrap()),
-                data,
-            };
-            let xon = parse_pfc(&record.data).is_some_and(|(e, q)| e & 0b1000 != 0 && q[3] == 0);
-            records.push(record);
-            if xon {
-                return records;
-            }
-        }
-    })
 }
 
 /// Holds Ethernet4, sends enough lossless traffic into Ethernet0 to pass the XOFF point of
@@ -147,22 +91,6 @@ fn generated_pfc_frames_are_counted_exactly() {
         "lossless: no drop"
     );
     sw.stop();
-}
-
-/// Starts a control-only capture of `port` and waits until the switch accepted it.
-fn start_capture(sw: &mut Switch, port: &str) -> std::thread::JoinHandle<Vec<Record>> {
-    let (started_tx, started) = mpsc::channel();
-    let client = capture_client(sw.socket.clone(), port, started_tx);
-    let mut answer = String::new();
-    sw.wait_for("the capture to start", |_| match started.try_recv() {
-        Ok(a) => {
-            answer = a;
-            true
-        }
-        Err(_) => false,
-    });
-    assert!(answer.contains("\"ok\":true"), "{answer}");
-    client
 }
 
 #[test]

@@ -12,12 +12,13 @@ use headroom_core::frame::Frame;
 use headroom_io::pool::{FramePool, PoolConfig};
 use headroom_runtime::backend::{MemoryBackend, MemoryTap};
 use headroom_runtime::control::{ControlAction, ControlPlane};
-use headroom_runtime::protocol::{Request, Response, Show};
+use headroom_runtime::protocol::{CaptureRequest, Request, Response, Show};
 use headroom_runtime::{plan, start, Running};
 use serde::de::DeserializeOwned;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -309,4 +310,77 @@ pub fn parse_pfc(frame: &[u8]) -> Option<(u8, [u16; 8])> {
 /// The ECN field of an IPv4 frame.
 pub fn ecn_of(frame: &[u8]) -> u8 {
     frame[15] & 3
+}
+
+/// One capture record (the control socket's stream format).
+#[derive(Debug)]
+pub struct Record {
+    /// Port index.
+    pub port: u16,
+    /// Sent by the switch (else received).
+    pub transmitted: bool,
+    /// Frame length.
+    pub orig_len: u32,
+    /// The frame (up to the snap length).
+    pub data: Vec<u8>,
+}
+
+/// A capture client: connects, asks, reports the answer through `started`, then reads records
+/// until it has seen an XON for priority 3 (or the deadline passes).
+pub fn capture_client(
+    socket: PathBuf,
+    port: &str,
+    started: mpsc::Sender<String>,
+) -> JoinHandle<Vec<Record>> {
+    let request = serde_json::to_string(&Request::Capture(CaptureRequest {
+        port: port.into(),
+        control_only: true,
+    }))
+    .unwrap();
+    std::thread::spawn(move || {
+        let mut stream = UnixStream::connect(&socket).unwrap();
+        stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut answer = String::new();
+        reader.read_line(&mut answer).unwrap();
+        started.send(answer).unwrap();
+        let mut records = Vec::new();
+        loop {
+            let mut head = [0u8; 17];
+            if reader.read_exact(&mut head).is_err() {
+                return records;
+            }
+            let len = u16::from_le_bytes([head[15], head[16]]);
+            let mut data = vec![0; usize::from(len)];
+            reader.read_exact(&mut data).unwrap();
+            let record = Record {
+                port: u16::from_le_bytes([head[8], head[9]]),
+                transmitted: head[10] == 1,
+                orig_len: u32::from_le_bytes(head[11..15].try_into().unwrap()),
+                data,
+            };
+            let xon = parse_pfc(&record.data).is_some_and(|(e, q)| e & 0b1000 != 0 && q[3] == 0);
+            records.push(record);
+            if xon {
+                return records;
+            }
+        }
+    })
+}
+
+/// Starts a control-only capture of `port` and waits until the switch accepted it.
+pub fn start_capture(sw: &mut Switch, port: &str) -> JoinHandle<Vec<Record>> {
+    let (started_tx, started) = mpsc::channel();
+    let client = capture_client(sw.socket.clone(), port, started_tx);
+    let mut answer = String::new();
+    sw.wait_for("the capture to start", |_| match started.try_recv() {
+        Ok(a) => {
+            answer = a;
+            true
+        }
+        Err(_) => false,
+    });
+    assert!(answer.contains("\"ok\":true"), "{answer}");
+    client
 }
