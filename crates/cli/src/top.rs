@@ -721,7 +721,7 @@ fn once(target: &Target, interval: Duration, view: View) -> Result<(), String> {
         .draw(|f| draw(f, &screen))
         .map_err(|e| e.to_string())?;
     for line in buffer_lines(terminal.backend().buffer()) {
-        println!("{}", line.trim_end());
+        crate::client::emit(format_args!("{}\n", line.trim_end()));
     }
     Ok(())
 }

@@ -421,3 +421,29 @@ fn commands_fail_clearly_without_a_switch() {
         "{err}"
     );
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    let d = Daemon::start();
+    for args in [
+        &["show", "queue", "counters"][..],
+        &["top", "--once", "--interval", "0.1"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_headroom"))
+            .args(args)
+            .arg("--socket")
+            .arg(&d.socket)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the answer is printed (`headroom show … | head -0`).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: as a SIGPIPE death");
+    }
+    let (status, _) = d.stop();
+    assert!(status.success());
+}
