@@ -257,12 +257,12 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
     }
     o.family("headroom_queue_delay_seconds", "summary", "Queueing delay of sent frames since start (from a log2 histogram: quantiles within a factor of 2).");
     for (p, name) in names.iter().enumerate() {
-        let side = shared.layout.egress_side_of_port[p];
         for q in 0..8 {
-            let buckets = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
+            // Since start, like _sum and _count (carried over reconfigurations).
+            let buckets = control.delay_buckets(running, p, q);
             let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
-            for k in 0..DELAY_BUCKETS {
-                let n = buckets.0[k].get();
+            for k in 0..DELAY_BUCKETS.min(buckets.len()) {
+                let n = buckets[k];
                 if n > 0 {
                     // The bucket's midpoint stands for its frames.
                     let v = delay_bucket_floor(k) + delay_bucket_floor(k) / 2;

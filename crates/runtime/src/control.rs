@@ -111,6 +111,8 @@ pub struct ControlPlane {
     alarms: Vec<[bool; PRIORITY_COUNT]>,
     /// The dataplane was replaced: its capture flags must be set again.
     capture_flags_stale: bool,
+    /// `[port][queue][bucket]`: queueing-delay histograms of replaced dataplanes (empty: 0).
+    delay_base: Vec<Vec<Vec<u64>>>,
 }
 
 impl Drop for ControlPlane {
@@ -178,6 +180,7 @@ impl ControlPlane {
             started: std::time::Instant::now(),
             alarms: vec![[false; PRIORITY_COUNT]; ports],
             capture_flags_stale: false,
+            delay_base: vec![Vec::new(); ports],
             config,
         })
     }
@@ -244,6 +247,22 @@ impl ControlPlane {
     #[must_use]
     pub fn visible_stats(&self, running: &Running, port: usize) -> PortStats {
         self.total_stats(running, port).minus(&self.cleared[port])
+    }
+
+    /// The queueing-delay histogram of `(port, queue)` since start (carried over
+    /// reconfigurations like the counters): frames per log2 bucket
+    /// (`headroom_core::counters::delay_bucket`).
+    #[must_use]
+    pub fn delay_buckets(&self, running: &Running, port: usize, queue: usize) -> Vec<u64> {
+        let shared = running.shared();
+        let side = shared.layout.egress_side_of_port[port];
+        let base = self.delay_base.get(port).and_then(|q| q.get(queue));
+        shared.egress_counters[side].ports[port].queue_delay_buckets[queue]
+            .0
+            .iter()
+            .enumerate()
+            .map(|(k, c)| c.get() + base.and_then(|b| b.get(k)).copied().unwrap_or(0))
+            .collect()
     }
 
     /// Serves pending requests, folds watermarks, streams captures. Returns a change that needs
@@ -573,17 +592,11 @@ impl ControlPlane {
         let shared = running.shared();
         let mut delay_histograms = Vec::new();
         for (p, port) in self.config.ports.iter().enumerate() {
-            let side = shared.layout.egress_side_of_port[p];
             for q in 0..PRIORITY_COUNT {
-                let h = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
                 delay_histograms.push(DelayHistogramRow {
                     port: port.name.clone(),
                     queue: u8::try_from(q).unwrap_or(0),
-                    buckets: h
-                        .0
-                        .iter()
-                        .map(headroom_core::counters::Counter::get)
-                        .collect(),
+                    buckets: self.delay_buckets(running, p, q),
                 });
             }
         }
@@ -760,6 +773,16 @@ impl ControlPlane {
         for p in 0..self.config.ports.len() {
             let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
             self.base[p] = self.base[p].plus(&last);
+            let side = old.layout.egress_side_of_port[p];
+            let old_queues = &old.egress_counters[side].ports[p].queue_delay_buckets;
+            let base = &mut self.delay_base[p];
+            base.resize(PRIORITY_COUNT, Vec::new());
+            for (q, histogram) in old_queues.iter().enumerate() {
+                base[q].resize(histogram.0.len(), 0);
+                for (b, c) in base[q].iter_mut().zip(&histogram.0) {
+                    *b += c.get();
+                }
+            }
         }
         self.replace_config(text, config);
     }
@@ -785,6 +808,7 @@ impl ControlPlane {
         self.base = remap(&self.base, &port_map);
         self.cleared = remap(&self.cleared, &port_map);
         self.alarms = remap(&self.alarms, &port_map);
+        self.delay_base = remap(&self.delay_base, &port_map);
         for marks in [&mut self.user_marks, &mut self.persistent_marks] {
             marks.ports = remap(&marks.ports, &port_map);
             marks.pools = remap(&marks.pools, &pool_map);

@@ -132,6 +132,16 @@ fn clear_gives_zeros_then_exact_deltas_and_survives_a_reconfiguration() {
     let queues: Vec<QueueCounters> = sw.show(Show::QueueCounters);
     assert_eq!(queue(&queues, "Ethernet4", 4), (5, 1500));
     assert_eq!(sw.control.total_stats(sw.running(), 0).rx_frames, 10);
+    // The queueing-delay histogram is carried over too (since start, like Prometheus'
+    // _count): one delay per frame queue 4 of Ethernet4 ever sent.
+    let snap: Snapshot = sw.show(Show::Snapshot);
+    let h = snap
+        .delay_histograms
+        .iter()
+        .find(|h| h.port == "Ethernet4" && h.queue == 4)
+        .unwrap();
+    assert_eq!(h.buckets.iter().sum::<u64>(), 5);
+    assert_eq!(sw.control.delay_buckets(sw.running(), 1, 4), h.buckets);
 
     // Clearing again: zero again.
     assert!(
