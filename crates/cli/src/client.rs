@@ -15,6 +15,37 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Writes to stdout. A reader that went away (`headroom show … | head`) ends the process
+/// quietly with the status a SIGPIPE death gives (128 + 13), instead of a panic.
+pub(crate) fn emit(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(128 + 13);
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `print!` through [`emit`].
+macro_rules! say {
+    ($($t:tt)*) => {
+        emit(format_args!($($t)*))
+    };
+}
+
+/// `println!` through [`emit`].
+macro_rules! sayln {
+    () => {
+        emit(format_args!("\n"))
+    };
+    ($($t:tt)*) => {{
+        emit(format_args!($($t)*));
+        emit(format_args!("\n"));
+    }};
+}
+
 /// Where the running switch listens.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct Target {
@@ -215,7 +246,7 @@ pub(crate) enum PfcwdWhat {
 }
 
 fn print_json(value: &serde_json::Value) {
-    println!(
+    sayln!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
@@ -253,7 +284,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                             std::iter::once(r.port.clone()).chain(v.iter().map(|n| thousands(*n))),
                         );
                     }
-                    println!("{t}");
+                    sayln!("{t}");
                 }
             }
         }
@@ -275,7 +306,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         },
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::Queue {
@@ -303,7 +334,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         thousands(r.drop_bytes),
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::Ecn => {
@@ -329,7 +360,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         format!("{:.1}", r.mean_delay_ns as f64 / 1000.0),
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::Queue {
@@ -364,14 +395,14 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                println!("Ingress PG dropped packets:");
+                sayln!("Ingress PG dropped packets:");
                 let mut t = Table::new(
                     std::iter::once("Port".to_owned()).chain((0..8).map(|p| format!("PG{p}"))),
                 );
                 for r in rows {
                     t.row(std::iter::once(r.port).chain(r.drops.iter().map(|n| thousands(*n))));
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::BufferPool {
@@ -382,13 +413,13 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                println!("Shared pool maximum occupancy:");
+                sayln!("Shared pool maximum occupancy:");
                 let mut t = Table::new(["Pool", "Bytes"]);
                 for r in &rows {
                     t.row([r.pool.clone(), thousands(r.shared_bytes)]);
                 }
-                println!("{t}");
-                println!("Headroom pool maximum occupancy:");
+                sayln!("{t}");
+                sayln!("Headroom pool maximum occupancy:");
                 let mut t = Table::new(["Pool", "Bytes"]);
                 for r in rows
                     .iter()
@@ -396,7 +427,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 {
                     t.row([r.pool.clone(), thousands(r.headroom_bytes)]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::Pfcwd {
@@ -406,9 +437,9 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                println!("Changed polling interval to {}ms", cfg.poll_interval_ms);
+                sayln!("Changed polling interval to {}ms", cfg.poll_interval_ms);
                 if cfg.big_red_switch {
-                    println!("BIG_RED_SWITCH status is enable");
+                    sayln!("BIG_RED_SWITCH status is enable");
                 }
                 let mut t = Table::new([
                     "PORT",
@@ -426,7 +457,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         r.priorities,
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
         }
         ShowCommand::Pfcwd {
@@ -463,7 +494,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         format!("{}/{}", r.rx_last_ok, r.rx_last_drop),
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
             }
             if check_storm && stormed {
                 return Ok(ExitCode::FAILURE);
@@ -496,11 +527,11 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         thousands(drops),
                     ]);
                 }
-                print!("{t}");
+                say!("{t}");
                 if !reasons.is_empty() {
-                    println!("\nDrops by reason:");
+                    sayln!("\nDrops by reason:");
                     for r in reasons {
-                        println!("{r}");
+                        sayln!("{r}");
                     }
                 }
             }
@@ -520,8 +551,8 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         r.age_s.to_string(),
                     ]);
                 }
-                print!("{t}");
-                println!("Total number of entries {}", rows.len());
+                say!("{t}");
+                sayln!("Total number of entries {}", rows.len());
             }
         }
         ShowCommand::Config => {
@@ -529,13 +560,13 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                println!(
+                sayln!(
                     "# running configuration (from {}, with run-time changes)",
                     cfg.file
                 );
-                println!("{}", cfg.text);
-                println!("# derived values");
-                print!("{}", cfg.derived);
+                sayln!("{}", cfg.text);
+                sayln!("# derived values");
+                say!("{}", cfg.derived);
             }
         }
     }
@@ -553,14 +584,14 @@ fn watermark_table(
         print_json(raw);
         return;
     }
-    println!("{title}");
+    sayln!("{title}");
     let mut t = Table::new(
         std::iter::once("Port".to_owned()).chain((0..8).map(|i| format!("{prefix}{i}"))),
     );
     for r in rows {
         t.row(std::iter::once(r.port.clone()).chain(r.bytes.iter().map(|n| n.to_string())));
     }
-    print!("{t}");
+    say!("{t}");
 }
 
 /// `headroom clear …`
@@ -590,7 +621,7 @@ fn simple(target: &Target, request: &Request) -> ExitCode {
             if target.json {
                 print_json(&r.data);
             } else if let Some(s) = r.data.as_str() {
-                println!("{s}");
+                sayln!("{s}");
             }
             ExitCode::SUCCESS
         }
@@ -819,7 +850,7 @@ pub(crate) fn config(target: &Target, command: ConfigCommand) -> ExitCode {
                     print_json(&raw);
                 } else {
                     for n in names {
-                        println!("{n}");
+                        sayln!("{n}");
                     }
                 }
                 ExitCode::SUCCESS

@@ -7,6 +7,7 @@ mod logging;
 mod metrics;
 mod run;
 mod table;
+mod top;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -89,6 +90,15 @@ enum Command {
         #[command(flatten)]
         args: client::CaptureArgs,
     },
+    /// Live view of the running switch: rates per port and queue, queue depth, PFC per
+    /// priority, ECN marks, drops by reason, watchdog state (keys: tab/arrows switch views,
+    /// q quits).
+    Top {
+        #[command(flatten)]
+        target: client::Target,
+        #[command(flatten)]
+        args: top::TopArgs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -101,5 +111,6 @@ fn main() -> ExitCode {
         Command::Set { target, change } => client::set(&target, change),
         Command::Config { target, command } => client::config(&target, command),
         Command::Capture { target, args } => client::capture(&target, &args),
+        Command::Top { target, args } => top::top(&target, &args),
     }
 }

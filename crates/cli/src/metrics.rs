@@ -257,12 +257,12 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
     }
     o.family("headroom_queue_delay_seconds", "summary", "Queueing delay of sent frames since start (from a log2 histogram: quantiles within a factor of 2).");
     for (p, name) in names.iter().enumerate() {
-        let side = shared.layout.egress_side_of_port[p];
         for q in 0..8 {
-            let buckets = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
+            // Since start, like _sum and _count (carried over reconfigurations).
+            let buckets = control.delay_buckets(running, p, q);
             let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
-            for k in 0..DELAY_BUCKETS {
-                let n = buckets.0[k].get();
+            for k in 0..DELAY_BUCKETS.min(buckets.len()) {
+                let n = buckets[k];
                 if n > 0 {
                     // The bucket's midpoint stands for its frames.
                     let v = delay_bucket_floor(k) + delay_bucket_floor(k) / 2;
@@ -270,15 +270,17 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
                 }
             }
             for quantile in ["0.5", "0.9", "0.99", "0.999"] {
-                let v = if h.is_empty() {
-                    0
+                // No observation: NaN, as Prometheus client libraries write an empty
+                // summary's quantiles (0 would claim a zero delay).
+                let seconds = if h.is_empty() {
+                    f64::NAN
                 } else {
-                    h.value_at_quantile(quantile.parse().unwrap_or(0.5))
+                    h.value_at_quantile(quantile.parse().unwrap_or(0.5)) as f64 / 1e9
                 };
                 o.sample(
                     "headroom_queue_delay_seconds",
                     &[("port", name), ("queue", &prio[q]), ("quantile", quantile)],
-                    v as f64 / 1e9,
+                    seconds,
                 );
             }
             let qs = &stats[p].queues[q];
@@ -336,17 +338,14 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             );
         }
     }
+    // Each family's samples follow its own HELP/TYPE lines: the text format requires a
+    // family's lines to be one group.
+    let marks = control.persistent_watermarks();
     o.family(
         "headroom_pg_watermark_bytes",
         "gauge",
         "Highest priority-group use since start or the last persistent clear.",
     );
-    o.family(
-        "headroom_queue_watermark_bytes",
-        "gauge",
-        "Highest queue use since start or the last persistent clear.",
-    );
-    let marks = control.persistent_watermarks();
     for (p, m) in marks.ports.iter().enumerate() {
         for i in 0..8 {
             o.sample(
@@ -361,6 +360,11 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             );
         }
     }
+    o.family(
+        "headroom_queue_watermark_bytes",
+        "gauge",
+        "Highest queue use since start or the last persistent clear.",
+    );
     for (p, m) in marks.ports.iter().enumerate() {
         for i in 0..8 {
             o.sample(
@@ -383,40 +387,43 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             h,
         );
     }
-    o.family(
-        "headroom_pfcwd_stormed",
-        "gauge",
-        "1 while the PFC watchdog holds the queue as stormed.",
+    type WatchdogMetric = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&headroom_core::shared::WatchdogStats) -> u64,
     );
-    o.family(
-        "headroom_pfcwd_storms_detected_total",
-        "counter",
-        "Storms the PFC watchdog detected on the queue.",
-    );
-    o.family(
-        "headroom_pfcwd_storms_restored_total",
-        "counter",
-        "Storms the PFC watchdog restored on the queue.",
-    );
-    for (p, name) in names.iter().enumerate() {
-        let side = shared.layout.egress_side_of_port[p];
-        for q in 0..8 {
-            let w = &shared.egress_counters[side].watchdog[p][q];
-            o.sample(
-                "headroom_pfcwd_stormed",
-                &[("port", name), ("queue", &prio[q])],
-                w.stormed.get(),
-            );
-            o.sample(
-                "headroom_pfcwd_storms_detected_total",
-                &[("port", name), ("queue", &prio[q])],
-                w.detected.get(),
-            );
-            o.sample(
-                "headroom_pfcwd_storms_restored_total",
-                &[("port", name), ("queue", &prio[q])],
-                w.restored.get(),
-            );
+    let watchdog: [WatchdogMetric; 3] = [
+        (
+            "headroom_pfcwd_stormed",
+            "gauge",
+            "1 while the PFC watchdog holds the queue as stormed.",
+            |w| w.stormed.get(),
+        ),
+        (
+            "headroom_pfcwd_storms_detected_total",
+            "counter",
+            "Storms the PFC watchdog detected on the queue.",
+            |w| w.detected.get(),
+        ),
+        (
+            "headroom_pfcwd_storms_restored_total",
+            "counter",
+            "Storms the PFC watchdog restored on the queue.",
+            |w| w.restored.get(),
+        ),
+    ];
+    for (metric, kind, help, read) in watchdog {
+        o.family(metric, kind, help);
+        for (p, name) in names.iter().enumerate() {
+            let side = shared.layout.egress_side_of_port[p];
+            for q in 0..8 {
+                o.sample(
+                    metric,
+                    &[("port", name), ("queue", &prio[q])],
+                    read(&shared.egress_counters[side].watchdog[p][q]),
+                );
+            }
         }
     }
     o.family("headroom_pfc_storm_alarm", "gauge", "1 while PFC frames for the priority arrive faster than switch.pfc_storm_alarm_frames_per_second.");

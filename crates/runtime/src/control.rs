@@ -109,6 +109,10 @@ pub struct ControlPlane {
     started: std::time::Instant,
     /// `[port][priority]`: PFC storm-rate alarm active.
     alarms: Vec<[bool; PRIORITY_COUNT]>,
+    /// The dataplane was replaced: its capture flags must be set again.
+    capture_flags_stale: bool,
+    /// `[port][queue][bucket]`: queueing-delay histograms of replaced dataplanes (empty: 0).
+    delay_base: Vec<Vec<Vec<u64>>>,
 }
 
 impl Drop for ControlPlane {
@@ -175,6 +179,8 @@ impl ControlPlane {
             pending: None,
             started: std::time::Instant::now(),
             alarms: vec![[false; PRIORITY_COUNT]; ports],
+            capture_flags_stale: false,
+            delay_base: vec![Vec::new(); ports],
             config,
         })
     }
@@ -243,12 +249,33 @@ impl ControlPlane {
         self.total_stats(running, port).minus(&self.cleared[port])
     }
 
+    /// The queueing-delay histogram of `(port, queue)` since start (carried over
+    /// reconfigurations like the counters): frames per log2 bucket
+    /// (`headroom_core::counters::delay_bucket`).
+    #[must_use]
+    pub fn delay_buckets(&self, running: &Running, port: usize, queue: usize) -> Vec<u64> {
+        let shared = running.shared();
+        let side = shared.layout.egress_side_of_port[port];
+        let base = self.delay_base.get(port).and_then(|q| q.get(queue));
+        shared.egress_counters[side].ports[port].queue_delay_buckets[queue]
+            .0
+            .iter()
+            .enumerate()
+            .map(|(k, c)| c.get() + base.and_then(|b| b.get(k)).copied().unwrap_or(0))
+            .collect()
+    }
+
     /// Serves pending requests, folds watermarks, streams captures. Returns a change that needs
     /// a dataplane restart, if a client asked for one.
     pub fn poll(&mut self, running: &mut Running) -> ControlAction {
         if self.last_watermark_poll.elapsed() >= WATERMARK_POLL {
             self.fold_watermarks(running.shared());
             self.last_watermark_poll = std::time::Instant::now();
+        }
+        if self.capture_flags_stale {
+            // A new dataplane starts with no port captured.
+            self.update_capture_flags(running);
+            self.capture_flags_stale = false;
         }
         self.pump_captures(running);
         if self.pending.is_some() {
@@ -565,17 +592,11 @@ impl ControlPlane {
         let shared = running.shared();
         let mut delay_histograms = Vec::new();
         for (p, port) in self.config.ports.iter().enumerate() {
-            let side = shared.layout.egress_side_of_port[p];
             for q in 0..PRIORITY_COUNT {
-                let h = &shared.egress_counters[side].ports[p].queue_delay_buckets[q];
                 delay_histograms.push(DelayHistogramRow {
                     port: port.name.clone(),
                     queue: u8::try_from(q).unwrap_or(0),
-                    buckets: h
-                        .0
-                        .iter()
-                        .map(headroom_core::counters::Counter::get)
-                        .collect(),
+                    buckets: self.delay_buckets(running, p, q),
                 });
             }
         }
@@ -633,7 +654,8 @@ impl ControlPlane {
                 self.config.ports[p].tx_enable = enable;
                 if let Ok(text) = edit_key(
                     &self.config_text,
-                    &format!("port.{port}.tx_enable"),
+                    // Quoted: a port name may contain dots.
+                    &format!("port.\"{port}\".tx_enable"),
                     if enable { "true" } else { "false" },
                 ) {
                     self.config_text = text;
@@ -730,14 +752,10 @@ impl ControlPlane {
     ) {
         let response = match result {
             Ok((text, config, old)) => {
-                if let Some(old) = old {
-                    for p in 0..self.config.ports.len() {
-                        let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
-                        self.base[p] = self.base[p].plus(&last);
-                    }
+                match old {
+                    Some(old) => self.carry_over(&old, text, config),
+                    None => self.replace_config(text, config),
                 }
-                self.config_text = text;
-                self.config = config;
                 Response::ok("applied")
             }
             Err(e) => Response::error(format!("not applied: {e}")),
@@ -748,12 +766,67 @@ impl ControlPlane {
     }
 
     /// Carries the counters of a dataplane that is being replaced outside the control socket
-    /// (SIGHUP reload).
+    /// (SIGHUP reload). `old` must be the dataplane of the configuration running until now.
     pub fn carry_over(&mut self, old: &Shared, text: String, config: Config) {
-        for p in 0..self.config.ports.len().min(config.ports.len()) {
+        // What the old dataplane saw since the last fold would be lost with it.
+        self.fold_watermarks(old);
+        for p in 0..self.config.ports.len() {
             let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
             self.base[p] = self.base[p].plus(&last);
+            let side = old.layout.egress_side_of_port[p];
+            let old_queues = &old.egress_counters[side].ports[p].queue_delay_buckets;
+            let base = &mut self.delay_base[p];
+            base.resize(PRIORITY_COUNT, Vec::new());
+            for (q, histogram) in old_queues.iter().enumerate() {
+                base[q].resize(histogram.0.len(), 0);
+                for (b, c) in base[q].iter_mut().zip(&histogram.0) {
+                    *b += c.get();
+                }
+            }
         }
+        self.replace_config(text, config);
+    }
+
+    /// Makes `config` the running configuration. Per-port and per-pool state follows ports and
+    /// pools by name: a reload may add, remove or reorder them (a new one starts at zero).
+    fn replace_config(&mut self, text: String, config: Config) {
+        let port_map: Vec<Option<usize>> = config
+            .ports
+            .iter()
+            .map(|p| self.config.ports.iter().position(|o| o.name == p.name))
+            .collect();
+        let pool_map: Vec<Option<usize>> = config
+            .pools
+            .iter()
+            .map(|p| self.config.pools.iter().position(|o| o.name == p.name))
+            .collect();
+        fn remap<T: Clone + Default>(old: &[T], map: &[Option<usize>]) -> Vec<T> {
+            map.iter()
+                .map(|i| i.and_then(|i| old.get(i).cloned()).unwrap_or_default())
+                .collect()
+        }
+        self.base = remap(&self.base, &port_map);
+        self.cleared = remap(&self.cleared, &port_map);
+        self.alarms = remap(&self.alarms, &port_map);
+        self.delay_base = remap(&self.delay_base, &port_map);
+        for marks in [&mut self.user_marks, &mut self.persistent_marks] {
+            marks.ports = remap(&marks.ports, &port_map);
+            marks.pools = remap(&marks.pools, &pool_map);
+        }
+        // Captures follow their port; a capture of a port that is gone ends.
+        self.captures.retain_mut(|s| {
+            match port_map
+                .iter()
+                .position(|m| *m == Some(usize::from(s.port)))
+            {
+                Some(new) => {
+                    s.port = u16::try_from(new).unwrap_or(u16::MAX);
+                    true
+                }
+                None => false,
+            }
+        });
+        self.capture_flags_stale = true;
         self.config_text = text;
         self.config = config;
     }

@@ -382,7 +382,8 @@ pub struct Snapshot {
     /// Watchdog.
     pub pfcwd: Vec<PfcwdStatsRow>,
     /// Queueing-delay histograms: per (port, queue) the counts of the log2 buckets
-    /// (`headroom_core::counters::delay_bucket`).
+    /// (`headroom_core::counters::delay_bucket`), since start (carried over
+    /// reconfigurations, not affected by `clear counters`: use differences).
     pub delay_histograms: Vec<DelayHistogramRow>,
 }
 
