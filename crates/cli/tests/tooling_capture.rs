@@ -166,7 +166,6 @@ fn capture_refuses_an_unknown_port() {
 
 /// The PFC frames the switch itself generates, captured on the congested source's port.
 #[test]
-#[ignore = "runtime/lcore.rs does not mirror transmitted frames (TX capture is never fed)"]
 fn capture_records_the_pfc_frames_the_switch_generates() {
     let mut sw = Switch::start(&config_text(""));
     let config = sw.control.config().clone();

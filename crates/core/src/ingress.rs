@@ -504,6 +504,10 @@ impl<F: Frame> Ingress<F> {
         counters.pools[pool]
             .headroom_watermark
             .observe(pool_use.headroom_used * cell);
+        let egress_pool = self.egress_buffers.queue_pool(o, m.queue);
+        counters.egress_pools[egress_pool]
+            .shared_watermark
+            .observe(self.egress_buffers.pool_use(egress_pool) * cell);
         if self.views[in_p].lossless_pg[m.pg] {
             self.update_pfc(m.in_port);
         }

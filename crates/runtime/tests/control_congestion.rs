@@ -94,7 +94,6 @@ fn generated_pfc_frames_are_counted_exactly() {
 }
 
 #[test]
-#[ignore = "runtime/lcore.rs does not mirror transmitted frames (TX capture is never fed)"]
 fn control_only_capture_streams_the_generated_pfc_frames() {
     let mut sw = Switch::start(&config_text(""));
     sw.learn_c();

@@ -205,7 +205,6 @@ fn profile_pool(config: &headroom_config::Config, port: usize, pg: usize) -> Str
 /// show the same backlog from the egress side. The core does not record egress pool
 /// watermarks yet (`IngressCounters::egress_pools` is never written), so this reads 0.
 #[test]
-#[ignore = "core: egress pool watermarks are never recorded (IngressCounters::egress_pools)"]
 fn backlog_shows_in_the_egress_pool_watermark() {
     let mut sw = Switch::start(&config_text(""));
     let config = sw.control.config().clone();
