@@ -215,8 +215,6 @@ pub struct EgressPortCounters {
     pub pfc_frames_tx: Counter,
     /// Drops by reason (egress reasons only).
     pub drops: [Counter; DropReason::COUNT],
-    /// Current depth of each queue, bytes.
-    pub queue_depth_bytes: PerPrio<Gauge>,
     /// Sum of queueing delays of sent frames, ns (with `tx_frames`, the mean).
     pub queue_delay_ns_sum: PerPrio<Counter>,
     /// Queueing delays of sent frames, log2 buckets: bucket k counts delays in

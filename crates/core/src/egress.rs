@@ -37,7 +37,6 @@ const WATCHDOG_DROP_BUDGET: usize = 256;
 struct EgressQueue<F> {
     rings: Vec<Consumer<Queued<F>>>,
     /// Bytes taken out of each ring so far.
-    bytes_out: Vec<u64>,
     next_ring: usize,
     lossless: bool,
     wred: Option<WredParams>,
@@ -139,7 +138,6 @@ impl<F: Frame> Egress<F> {
                     };
                     let watched = p.watchdog.map_or(0, |w| w.watched.0 & p.pfc_enable.0);
                     EgressQueue {
-                        bytes_out: vec![0; rings.len()],
                         rings,
                         next_ring: 0,
                         lossless: lossless_queues[id.index()][q],
@@ -322,9 +320,12 @@ impl<F: Frame> Egress<F> {
             let len = frame.len() as u64;
             // Depth including this frame, for WRED (instantaneous, SAI weight 0).
             let depth: u64 = (0..queue.rings.len())
-                .map(|k| self.shared.ring_bytes_in(k, p, q).get() - queue.bytes_out[k])
+                .map(|k| {
+                    self.shared.ring_bytes_in(k, p, q).get()
+                        - self.shared.ring_bytes_out(k, p, q).get()
+                })
                 .sum();
-            queue.bytes_out[r] += len;
+            self.shared.ring_bytes_out(r, p, q).add(len);
             let verdict = match queue.wred {
                 Some(w) => {
                     let ect = ecn_capable(frame.data(), meta.l3_offset, meta.ipv6);
@@ -358,7 +359,6 @@ impl<F: Frame> Egress<F> {
             let delay = now.as_nanos().saturating_sub(meta.enqueued_ns);
             counters.queue_delay_ns_sum[q].add(delay);
             counters.queue_delay_buckets[q].0[crate::counters::delay_bucket(delay)].inc();
-            counters.queue_depth_bytes[q].set(depth - len);
             port.shaper.consume(u32::try_from(len).unwrap_or(u32::MAX));
             out.push(frame);
             sent += 1;
@@ -379,7 +379,7 @@ impl<F: Frame> Egress<F> {
                 let Ok(Queued { frame, meta }) = queue.rings[r].pop() else {
                     break;
                 };
-                queue.bytes_out[r] += frame.len() as u64;
+                self.shared.ring_bytes_out(r, p, q).add(frame.len() as u64);
                 release(&self.shared, self.side, p, q, &meta);
                 self.released_any = true;
                 counters.pfcwd_drops[q].inc();

@@ -205,6 +205,9 @@ pub struct Shared {
     /// `[ingress side][port][queue]`: bytes pushed into the ring towards the queue (ingress
     /// writes, egress reads to know the queue depth).
     ring_bytes_in: Vec<Counter>,
+    /// `[ingress side][port][queue]`: bytes taken out of that ring (egress writes; the control
+    /// plane reads the live depth as in − out).
+    ring_bytes_out: Vec<Counter>,
     pub(crate) releases: Releases,
     pub(crate) ingress_pools: Arc<PoolBoard>,
     pub(crate) egress_pools: Arc<PoolBoard>,
@@ -250,6 +253,9 @@ impl Shared {
             ring_bytes_in: (0..ins * ports * PRIORITY_COUNT)
                 .map(|_| Counter::default())
                 .collect(),
+            ring_bytes_out: (0..ins * ports * PRIORITY_COUNT)
+                .map(|_| Counter::default())
+                .collect(),
             releases: Releases::new(outs, ins, ports),
             ingress_pools: PoolBoard::new(ins, pools),
             egress_pools: PoolBoard::new(ins, pools),
@@ -264,6 +270,25 @@ impl Shared {
     #[inline]
     pub(crate) fn ring_bytes_in(&self, side: usize, port: usize, queue: usize) -> &Counter {
         &self.ring_bytes_in[(side * self.params.ports.len() + port) * PRIORITY_COUNT + queue]
+    }
+
+    /// Bytes the egress side has taken out of ingress side `side`'s ring towards
+    /// `(port, queue)` since start.
+    #[inline]
+    pub(crate) fn ring_bytes_out(&self, side: usize, port: usize, queue: usize) -> &Counter {
+        &self.ring_bytes_out[(side * self.params.ports.len() + port) * PRIORITY_COUNT + queue]
+    }
+
+    /// Bytes waiting in `(port, queue)` now, over every ingress side's ring.
+    #[must_use]
+    pub fn queue_depth_bytes(&self, port: PortId, queue: usize) -> u64 {
+        (0..self.layout.ingress_sides())
+            .map(|side| {
+                let i = self.ring_bytes_in(side, port.index(), queue).get();
+                let o = self.ring_bytes_out(side, port.index(), queue).get();
+                i.saturating_sub(o)
+            })
+            .sum()
     }
 
     /// Enables or disables transmission on a port (holds egress; buffers keep admitting).

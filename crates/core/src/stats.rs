@@ -23,7 +23,7 @@ pub struct QueueStats {
     pub drop_bytes: u64,
     /// Frames marked CE.
     pub ecn_marked: u64,
-    /// Depth at the last dequeue, bytes.
+    /// Bytes waiting now.
     pub depth_bytes: u64,
     /// Sum of queueing delays of sent frames, ns.
     pub delay_ns_sum: u64,
@@ -202,7 +202,6 @@ impl Shared {
                 q.drop_frames += c.wred_drops[i].get() + c.pfcwd_drops[i].get();
                 q.drop_bytes += c.queue_drop_bytes[i].get();
                 q.ecn_marked += c.ecn_marked[i].get();
-                q.depth_bytes += c.queue_depth_bytes[i].get();
                 q.delay_ns_sum += c.queue_delay_ns_sum[i].get();
             }
             for (d, c) in s.drops.iter_mut().zip(&c.drops) {
@@ -211,6 +210,10 @@ impl Shared {
         }
         for prio in Priority::ALL {
             s.paused_ns[prio.index()] = self.pfc.view(p, prio).paused_ns(now);
+        }
+        for (q, qs) in s.queues.iter_mut().enumerate() {
+            // Live depth rather than the level at the last dequeue: a held queue shows its backlog.
+            qs.depth_bytes = self.queue_depth_bytes(port, q);
         }
         s
     }

@@ -318,7 +318,8 @@ impl ControlPlane {
 
     fn serve(&mut self, stream: UnixStream, running: &mut Running) -> io::Result<ControlAction> {
         stream.set_nonblocking(false)?;
-        stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+        // Short: a silent client must not hold the control loop (and with it every other client).
+        stream.set_read_timeout(Some(Duration::from_millis(250)))?;
         stream.set_write_timeout(Some(Duration::from_secs(2)))?;
         let mut line = String::new();
         BufReader::new(&stream).take_line(&mut line)?;
