@@ -27,14 +27,13 @@ pub(crate) fn check(path: &Path) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    println!(
-        "{}: valid configuration of switch {:?}, {} ports, driver {:?}",
+    crate::client::emit(format_args!(
+        "{}: valid configuration of switch {:?}, {} ports, driver {:?}\n\n{}",
         path.display(),
         config.switch.name,
         config.ports.len(),
-        config.switch.driver
-    );
-    println!();
-    print!("{}", headroom_config::derived(&config));
+        config.switch.driver,
+        headroom_config::derived(&config)
+    ));
     ExitCode::SUCCESS
 }
