@@ -583,6 +583,33 @@ mod tests {
         assert_eq!(incremental, p.checksum());
     }
 
+    /// Found by the fuzzer: a header whose other words sum to 0xFFFF verifies with either checksum
+    /// 0x0000 or 0xFFFF (the two one's-complement zeros). Emit canonicalises to 0x0000; CE marking
+    /// from 0xFFFF still yields the checksum a full recomputation gives.
+    #[test]
+    fn negative_zero_checksum() {
+        let bytes = [
+            0x45, 0x00, 0x00, 0xbc, 0x00, 0x01, 0x40, 0xda, 0xf8, 0x11, 0xff, 0xff, 0xc0, 0xa8,
+            0x00, 0x02, 0xc0, 0xa8, 0x00, 0x03,
+        ];
+        let p = Ipv4Packet::new_unchecked(&bytes[..]);
+        assert!(p.verify_checksum());
+        let mut canonical = bytes;
+        Ipv4Packet::new_unchecked(&mut canonical[..]).fill_checksum();
+        assert_eq!(&canonical[10..12], &[0, 0]);
+        assert!(Ipv4Packet::new_unchecked(&canonical[..]).verify_checksum());
+
+        for tos in [0x00u8, 0x02, 0x03, 0xB8] {
+            let mut a = canonical;
+            let mut p = Ipv4Packet::new_unchecked(&mut a[..]);
+            p.set_checksum(0xFFFF);
+            p.set_tos_incremental(tos);
+            let incremental = p.checksum();
+            p.fill_checksum();
+            assert_eq!(incremental, p.checksum(), "tos {tos:#x}");
+        }
+    }
+
     /// A header of 20..=60 bytes with version 4, matching IHL and total length, arbitrary other bytes
     /// and a valid checksum.
     fn valid_header() -> impl Strategy<Value = Vec<u8>> {

@@ -16,10 +16,17 @@
 //! into a buffer you sized with `Repr::buffer_len()`, use `new_unchecked`; the `emit` methods only write
 //! fields that lie inside `buffer_len()`.
 //!
-//! Nothing in this crate allocates, and no public function panics on any input, except the `emit` methods
-//! when given a view over a buffer shorter than `Repr::buffer_len()` (a programming error, as in smoltcp).
-//! The one-shot helpers that take a `&mut [u8]` ([`vlan::insert_vlan_tag`],
-//! [`roce::RoceV2PacketRepr::emit`], ...) check the length and return [`Error::BufferTooSmall`] instead.
+//! Setters that rewrite a length field (IHL, total length, UDP length) can break what `check_len`
+//! established; the payload accessors clamp to the buffer so that they still do not panic, but run
+//! `check_len` again before trusting the other fields.
+//!
+//! Nothing in this crate allocates: outside tests it is `#![no_std]` and never uses `alloc`.
+//! `Repr::parse` and the free functions ([`ethernet::parse_l2`], [`roce::parse_rocev2`],
+//! [`roce::verify_icrc`], [`vlan::strip_vlan_tag`], ...) never panic, whatever the input; they run the
+//! length checks themselves. The `emit` methods of the Reprs panic if handed a view shorter than
+//! `Repr::buffer_len()` (a programming error, as in smoltcp). The helpers that write into a caller's
+//! `&mut [u8]` ([`vlan::insert_vlan_tag`], [`mac_control::MacControlRepr::emit_frame`],
+//! [`roce::RoceV2PacketRepr::emit`]) check the length and return an error instead.
 //!
 //! # Unknown code points
 //!
