@@ -284,6 +284,22 @@ pub struct NicCounters {
     pub tx_emit_errors_total: u64,
 }
 
+/// A retransmission timeout, for reports (the first [`TIMEOUT_LOG_MAX`] of a run are kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeoutEvent {
+    /// When it fired.
+    pub at: Instant,
+    /// QP index.
+    pub qp: usize,
+    /// Packets outstanding when it fired (all of them are resent).
+    pub outstanding_packets: u64,
+    /// PSN of the oldest unacknowledged packet.
+    pub oldest_unacked_psn: u32,
+}
+
+/// Timeouts kept by [`Nic::timeout_log`].
+pub const TIMEOUT_LOG_MAX: usize = 16;
+
 /// The DCQCN state of one QP, for reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QpRateReport {
@@ -343,6 +359,7 @@ pub struct Nic {
     data_sent: u64,
     pattern: Box<[u8]>,
     counters: NicCounters,
+    timeout_log: Vec<TimeoutEvent>,
 }
 
 impl Nic {
@@ -445,6 +462,7 @@ impl Nic {
             data_sent: 0,
             pattern,
             counters: NicCounters::default(),
+            timeout_log: Vec::with_capacity(TIMEOUT_LOG_MAX),
         })
     }
 
@@ -691,14 +709,34 @@ impl Nic {
 
     /// Runs the timers due at or before `now`: DCQCN, retransmission, CNP windows.
     pub fn handle_timeout(&mut self, now: Instant) {
-        for qp in &mut self.qps {
+        for (index, qp) in self.qps.iter_mut().enumerate() {
             if let Some(rp) = &mut qp.rp {
                 rp.handle_timeout(now);
             }
             Self::sync_rate(qp, now);
+            let outstanding_packets = qp.requester.outstanding_packets();
+            let oldest_unacked_psn = qp.requester.oldest_unacked_psn();
+            let timeouts = qp.requester.stats().timeouts_total;
             qp.requester.handle_timeout(now);
+            if qp.requester.stats().timeouts_total != timeouts
+                && self.timeout_log.len() < TIMEOUT_LOG_MAX
+            {
+                // Within capacity: no reallocation.
+                self.timeout_log.push(TimeoutEvent {
+                    at: now,
+                    qp: index,
+                    outstanding_packets,
+                    oldest_unacked_psn,
+                });
+            }
         }
         self.drain_np(now);
+    }
+
+    /// The first [`TIMEOUT_LOG_MAX`] retransmission timeouts.
+    #[must_use]
+    pub fn timeout_log(&self) -> &[TimeoutEvent] {
+        &self.timeout_log
     }
 
     fn drain_np(&mut self, now: Instant) {

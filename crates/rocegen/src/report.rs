@@ -260,6 +260,22 @@ pub struct CountersReport {
     pub test_dropped: u64,
     /// Test: data packets sent CE-marked (`--mark-ce-every`).
     pub test_ce_marked: u64,
+    /// The first retransmission timeouts: when (ns since the traffic started), which QP, how
+    /// many packets were outstanding, the oldest unacknowledged PSN.
+    pub timeout_events: Vec<TimeoutEventReport>,
+}
+
+/// One retransmission timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TimeoutEventReport {
+    /// Nanoseconds since the traffic started.
+    pub at_ns: u64,
+    /// QP index.
+    pub qp: usize,
+    /// Packets outstanding (all resent).
+    pub outstanding_packets: u64,
+    /// Oldest unacknowledged PSN.
+    pub oldest_unacked_psn: u32,
 }
 
 /// One QP's state at the end.

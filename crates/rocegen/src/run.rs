@@ -31,6 +31,7 @@ use crate::nic::{Nic, NicConfig, NicError, QpConfig};
 use crate::oob::{Endpoint, Message, Oob, OobError, QpInfo, TestShape, PROTOCOL_VERSION};
 use crate::report::{
     BwRow, CountersReport, DriverStats, EndpointReport, LatRow, PriorityReport, QpReport, Report,
+    TimeoutEventReport,
 };
 use crate::sys;
 
@@ -696,17 +697,26 @@ impl Host {
 
             // Receive.
             let mut received = 0;
+            let mut drained = false;
             loop {
                 let n = self.port.rx.rx_burst(&mut rx_frames, BURST_MAX);
                 for frame in rx_frames.drain(..) {
                     self.nic.handle_frame(now, frame.data());
                 }
                 received += n;
-                if n < BURST_MAX || received >= RX_BUDGET {
+                if n < BURST_MAX {
+                    drained = true;
+                    break;
+                }
+                if received >= RX_BUDGET {
                     break;
                 }
             }
-            self.nic.handle_timeout(now);
+            // Timers only once every frame that arrived is in: an ACK still in the ring must not
+            // lose the race against the retransmission timer it would have stopped.
+            if drained {
+                self.nic.handle_timeout(now);
+            }
 
             // Out of band.
             if oob_readable {
@@ -882,6 +892,16 @@ fn build_report(
         counters.tx_wire_bytes = c.tx_wire_bytes_total;
         counters.test_dropped = c.rx_test_dropped_total;
         counters.test_ce_marked = c.tx_test_ce_marked_total;
+        counters.timeout_events = nic
+            .timeout_log()
+            .iter()
+            .map(|e| TimeoutEventReport {
+                at_ns: e.at.as_nanos(),
+                qp: e.qp,
+                outstanding_packets: e.outstanding_packets,
+                oldest_unacked_psn: e.oldest_unacked_psn,
+            })
+            .collect();
         let port = host.port.stats.stats();
         counters.rx_ring_drops = port.rx_kernel_drops;
         counters.tx_frames = port.tx_frames;
