@@ -75,7 +75,12 @@ pub struct TestArgs {
     pub server: Option<String>,
 
     /// The Ethernet interface to send and receive RoCE on (perftest: the RDMA device).
-    #[arg(short = 'd', long = "ib-dev", visible_alias = "dev", value_name = "IFACE")]
+    #[arg(
+        short = 'd',
+        long = "ib-dev",
+        visible_alias = "dev",
+        value_name = "IFACE"
+    )]
     pub device: String,
 
     /// TCP port of the out-of-band exchange.
@@ -110,8 +115,11 @@ pub struct TestArgs {
     #[arg(short = 't', long = "tx-depth")]
     pub tx_depth: Option<usize>,
 
-    /// QP local ACK timeout exponent: 4.096 us × 2^N (IBTA), 1..=31.
-    #[arg(short = 'u', long = "qp-timeout", default_value_t = 14,
+    /// QP local ACK timeout exponent: 4.096 us × 2^N (IBTA), 1..=31. perftest's default is 14
+    /// (67 ms) for hardware NICs; an emulated NIC on a shared CPU can be descheduled for tens of
+    /// milliseconds, which would time out and show retransmissions no fabric loss caused, hence
+    /// 18 (1.07 s). Losses followed by more traffic are NAKed at once either way.
+    #[arg(short = 'u', long = "qp-timeout", default_value_t = 18,
           value_parser = clap::value_parser!(u8).range(1..=31))]
     pub qp_timeout: u8,
 
@@ -152,28 +160,49 @@ pub struct TestArgs {
     pub dcqcn: DcqcnMode,
 
     /// RP: microseconds between timer rate increases (paper mode: T).
-    #[arg(long = "rpg_time_reset", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_time_reset",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_time_reset: Option<u32>,
     /// RP: bytes between byte-counter rate increases, 0 = off (paper mode: B).
-    #[arg(long = "rpg_byte_reset", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_byte_reset",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_byte_reset: Option<u32>,
     /// RP: fast-recovery steps before additive increase (paper mode: F).
-    #[arg(long = "rpg_threshold", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_threshold",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_threshold: Option<u32>,
     /// RP: additive increase step, Mb/s (paper mode: R_AI).
-    #[arg(long = "rpg_ai_rate", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_ai_rate",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_ai_rate: Option<u32>,
     /// RP: hyper increase step, Mb/s (paper mode: R_HAI).
-    #[arg(long = "rpg_hai_rate", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_hai_rate",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_hai_rate: Option<u32>,
     /// RP (nvidia): log2 of Gd in Rc = (1 - alpha/Gd) × Rc.
     #[arg(long = "rpg_gd", help_heading = "DCQCN reaction point (mlx5 names)")]
     pub rpg_gd: Option<u8>,
     /// RP (nvidia): a cut keeps at least this percentage of the rate.
-    #[arg(long = "rpg_min_dec_fac", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_min_dec_fac",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_min_dec_fac: Option<u8>,
     /// RP: lowest rate, Mb/s.
-    #[arg(long = "rpg_min_rate", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "rpg_min_rate",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub rpg_min_rate: Option<u32>,
     /// RP (nvidia): rate set on the first CNP, Mb/s, 0 = line rate.
     #[arg(
@@ -185,7 +214,10 @@ pub struct TestArgs {
     #[arg(long = "dce_tcp_g", help_heading = "DCQCN reaction point (mlx5 names)")]
     pub dce_tcp_g: Option<u16>,
     /// RP: alpha update period, microseconds (paper mode: K).
-    #[arg(long = "dce_tcp_rtt", help_heading = "DCQCN reaction point (mlx5 names)")]
+    #[arg(
+        long = "dce_tcp_rtt",
+        help_heading = "DCQCN reaction point (mlx5 names)"
+    )]
     pub dce_tcp_rtt: Option<u32>,
     /// RP (nvidia): microseconds between two rate cuts at most.
     #[arg(
@@ -650,45 +682,107 @@ mod tests {
     fn perftest_shapes() {
         let s = parse(&["write_bw", "-d", "eth0"]).unwrap();
         assert_eq!(s.server, None);
-        assert_eq!((s.sizes.clone(), s.iterations, s.tx_depth), (vec![65_536], Some(5_000), 128));
+        assert_eq!(
+            (s.sizes.clone(), s.iterations, s.tx_depth),
+            (vec![65_536], Some(5_000), 128)
+        );
         assert_eq!(s.port, 18_515);
         assert_eq!(s.link_rate_bps, 1_000_000_000);
-        assert_eq!(s.retransmit_timeout_ns, 67_108_864);
+        assert_eq!(s.retransmit_timeout_ns, 1_073_741_824);
         assert!(matches!(s.rp, Some(RpParams::Nvidia(_))));
         assert_eq!(s.np.unwrap().min_time_between_cnps_ns, 2_000);
         let s = parse(&[
-            "write_bw", "-d", "eth0", "10.0.0.2", "-s", "4096", "-n", "10", "-q", "4", "-m",
-            "1024", "--tclass", "106", "--report_gbits", "-p", "20000",
+            "write_bw",
+            "-d",
+            "eth0",
+            "10.0.0.2",
+            "-s",
+            "4096",
+            "-n",
+            "10",
+            "-q",
+            "4",
+            "-m",
+            "1024",
+            "--tclass",
+            "106",
+            "--report_gbits",
+            "-p",
+            "20000",
         ])
         .unwrap();
         assert_eq!(s.server.as_deref(), Some("10.0.0.2"));
         assert_eq!((s.dscp(), s.data_priority()), (26, 1));
         assert!(s.report_gbits);
-        let s = parse(&["write_lat", "-d", "eth0", "-a", "--tclass", "12", "--vlan", "0"]).unwrap();
+        let s = parse(&[
+            "write_lat",
+            "-d",
+            "eth0",
+            "-a",
+            "--tclass",
+            "12",
+            "--vlan",
+            "0",
+        ])
+        .unwrap();
         assert_eq!(s.sizes.len(), 23);
         assert_eq!((s.sizes[0], s.sizes[22]), (2, 1 << 23));
         assert_eq!((s.iterations, s.tx_depth), (Some(1_000), 1));
         assert_eq!((s.dscp(), s.data_priority(), s.vlan), (3, 3, Some(0)));
-        let s = parse(&["write_bw", "-d", "e", "-D", "2", "--pcp", "5", "--prio-map", "precedence"])
-            .unwrap();
-        assert_eq!((s.iterations, s.duration_s, s.data_priority()), (None, Some(2.0), 5));
+        let s = parse(&[
+            "write_bw",
+            "-d",
+            "e",
+            "-D",
+            "2",
+            "--pcp",
+            "5",
+            "--prio-map",
+            "precedence",
+        ])
+        .unwrap();
+        assert_eq!(
+            (s.iterations, s.duration_s, s.data_priority()),
+            (None, Some(2.0), 5)
+        );
     }
 
     #[test]
     fn dcqcn_overrides() {
         let s = parse(&[
-            "write_bw", "-d", "e", "--dcqcn", "nvidia", "--rpg_time_reset", "55",
-            "--rpg_ai_rate", "40", "--clamp_tgt_rate", "1", "--min_time_between_cnps", "50",
+            "write_bw",
+            "-d",
+            "e",
+            "--dcqcn",
+            "nvidia",
+            "--rpg_time_reset",
+            "55",
+            "--rpg_ai_rate",
+            "40",
+            "--clamp_tgt_rate",
+            "1",
+            "--min_time_between_cnps",
+            "50",
         ])
         .unwrap();
         let Some(RpParams::Nvidia(p)) = s.rp else {
             panic!("nvidia")
         };
-        assert_eq!((p.rpg_time_reset, p.rpg_ai_rate, p.clamp_tgt_rate), (55, 40, true));
+        assert_eq!(
+            (p.rpg_time_reset, p.rpg_ai_rate, p.clamp_tgt_rate),
+            (55, 40, true)
+        );
         assert_eq!(s.np.unwrap().min_time_between_cnps_ns, 50_000);
         let s = parse(&[
-            "write_bw", "-d", "e", "--dcqcn", "paper", "--rpg_time_reset", "100",
-            "--dce_tcp_g", "1020",
+            "write_bw",
+            "-d",
+            "e",
+            "--dcqcn",
+            "paper",
+            "--rpg_time_reset",
+            "100",
+            "--dce_tcp_g",
+            "1020",
         ])
         .unwrap();
         let Some(RpParams::Paper(p)) = s.rp else {
@@ -698,7 +792,16 @@ mod tests {
         assert!((p.g - 4.0 / 1024.0).abs() < 1e-12);
         assert_eq!(s.np.unwrap().min_time_between_cnps_ns, 50_000);
         assert!(parse(&["write_bw", "-d", "e", "--dcqcn", "paper", "--rpg_gd", "10"]).is_err());
-        assert!(parse(&["write_bw", "-d", "e", "--dcqcn", "off", "--rpg_ai_rate", "5"]).is_err());
+        assert!(parse(&[
+            "write_bw",
+            "-d",
+            "e",
+            "--dcqcn",
+            "off",
+            "--rpg_ai_rate",
+            "5"
+        ])
+        .is_err());
         let s = parse(&["write_bw", "-d", "e", "--dcqcn", "off"]).unwrap();
         assert_eq!((s.rp, s.np), (None, None));
     }

@@ -75,7 +75,12 @@ impl BwRow {
 
     /// From a message count over `measured_ns`, with a given peak (bytes/s; 0 for none).
     #[must_use]
-    pub fn from_totals(bytes: u32, iterations: u64, measured_ns: u64, peak_bytes_per_sec: f64) -> Self {
+    pub fn from_totals(
+        bytes: u32,
+        iterations: u64,
+        measured_ns: u64,
+        peak_bytes_per_sec: f64,
+    ) -> Self {
         let seconds = measured_ns.max(1) as f64 / 1e9;
         let avg_bytes_per_sec = if iterations == 0 {
             0.0
@@ -154,11 +159,7 @@ impl LatRow {
             us(sorted[n / 2])
         };
         let mean = sorted.iter().map(|&s| us(s)).sum::<f64>() / n as f64;
-        let variance = sorted
-            .iter()
-            .map(|&s| (us(s) - mean).powi(2))
-            .sum::<f64>()
-            / n as f64;
+        let variance = sorted.iter().map(|&s| (us(s) - mean).powi(2)).sum::<f64>() / n as f64;
         let at = |q: f64| us(sorted[((n as f64 * q).ceil() as usize).min(n - 1)]);
         Self {
             bytes,
@@ -332,6 +333,13 @@ pub struct DriverStats {
     pub cpu_system_ns: u64,
     /// Wall time of the traffic phase, nanoseconds.
     pub wall_ns: u64,
+    /// Longest time between two loop iterations (a sleep or a descheduled host), nanoseconds.
+    pub max_iteration_gap_ns: u64,
+    /// Longest sleep asked for, nanoseconds.
+    pub max_sleep_requested_ns: u64,
+    /// Worst lateness of a timed wake-up (woke this long after the deadline it slept for):
+    /// the host's scheduling delay as this process saw it, nanoseconds.
+    pub max_wake_lateness_ns: u64,
 }
 
 /// An endpoint as reported (perftest's local/remote address lines).
@@ -549,11 +557,7 @@ impl Report {
             c.out_of_sequence_packets, c.naks_sent, c.duplicate_packets
         );
         let _ = writeln!(out, "  ICRC errors              : {}", c.icrc_errors);
-        let _ = writeln!(
-            out,
-            "  Host receive-ring drops  : {}",
-            c.rx_ring_drops
-        );
+        let _ = writeln!(out, "  Host receive-ring drops  : {}", c.rx_ring_drops);
         if c.test_dropped > 0 || c.test_ce_marked > 0 {
             let _ = writeln!(
                 out,
@@ -589,7 +593,9 @@ mod tests {
     #[test]
     fn bandwidth_from_a_steady_stream() {
         // 100 messages of 1 MiB: posted 10 at a time ahead, one completes every 1 ms.
-        let posted: Vec<u64> = (0..100u64).map(|i| i.saturating_sub(10) * 1_000_000).collect();
+        let posted: Vec<u64> = (0..100u64)
+            .map(|i| i.saturating_sub(10) * 1_000_000)
+            .collect();
         let completed: Vec<u64> = (0..100).map(|i| (i + 1) * 1_000_000).collect();
         let row = BwRow::from_iterations(1 << 20, &posted, &completed);
         assert_eq!(row.iterations, 100);
@@ -611,7 +617,11 @@ mod tests {
         let mut completed = Vec::new();
         let mut t = 0;
         for i in 0..10u64 {
-            t += if (4..=6).contains(&i) { 100_000 } else { 1_000_000 };
+            t += if (4..=6).contains(&i) {
+                100_000
+            } else {
+                1_000_000
+            };
             completed.push(t);
         }
         let row = BwRow::from_iterations(1000, &posted, &completed);

@@ -17,7 +17,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSock
 use std::os::fd::AsFd;
 use std::time::Duration;
 
-use headroom_afpacket::{AfPacketConfig, AfPacketPort, AfPacketRx, AfPacketStatsHandle, AfPacketTx};
+use headroom_afpacket::{
+    AfPacketConfig, AfPacketPort, AfPacketRx, AfPacketStatsHandle, AfPacketTx,
+};
 use headroom_core::frame::Frame;
 use headroom_io::{FramePool, PoolConfig, PoolFrame, RxQueue, TxQueue, BURST_MAX};
 use headroom_roce::pause::Priority;
@@ -364,9 +366,7 @@ impl BwClient {
         Self {
             sizes: settings.sizes.clone(),
             iterations: settings.iterations,
-            duration_ns: settings
-                .duration_s
-                .map(|s| (s * 1e9) as u64),
+            duration_ns: settings.duration_s.map(|s| (s * 1e9) as u64),
             tx_depth: tx_depth as u64,
             phase: 0,
             started: false,
@@ -391,9 +391,7 @@ impl BwClient {
         self.posted_ns.clear();
         self.completed_ns.clear();
         self.completed_in_time = 0;
-        self.end = self
-            .duration_ns
-            .map(|d| now.saturating_add_nanos(d));
+        self.end = self.duration_ns.map(|d| now.saturating_add_nanos(d));
         self.drain_deadline = None;
     }
 }
@@ -691,9 +689,23 @@ impl Host {
         let mut tx_frames: Vec<PoolFrame> = Vec::with_capacity(TX_BATCH);
         let mut oob_readable = false;
         let mut flush_until: Option<Instant> = None;
+        let mut last_iteration = wall_start;
+        // Set when a sleep ended by its timeout: when it should have ended.
+        let mut timed_wake: Option<Instant> = None;
         let result = 'main: loop {
             let now = self.clock.now();
             self.driver.loop_iterations += 1;
+            if let Some(due) = timed_wake.take() {
+                self.driver.max_wake_lateness_ns = self
+                    .driver
+                    .max_wake_lateness_ns
+                    .max(now.saturating_nanos_since(due));
+            }
+            self.driver.max_iteration_gap_ns = self
+                .driver
+                .max_iteration_gap_ns
+                .max(now.saturating_nanos_since(last_iteration));
+            last_iteration = now;
 
             // Receive.
             let mut received = 0;
@@ -772,14 +784,10 @@ impl Host {
             if produced == TX_BATCH || received >= RX_BUDGET {
                 continue;
             }
-            let deadline = [
-                self.nic.poll_timeout(now),
-                workload.deadline(),
-                flush_until,
-            ]
-            .into_iter()
-            .flatten()
-            .min();
+            let deadline = [self.nic.poll_timeout(now), workload.deadline(), flush_until]
+                .into_iter()
+                .flatten()
+                .min();
             let mut timeout = deadline.map_or(SLEEP_MAX, |d| {
                 Duration::from_nanos(d.saturating_nanos_since(now)).min(SLEEP_MAX)
             });
@@ -796,6 +804,10 @@ impl Host {
                 timeout = timeout.min(Duration::from_millis(1));
             }
             self.driver.waits += 1;
+            self.driver.max_sleep_requested_ns = self
+                .driver
+                .max_sleep_requested_ns
+                .max(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
             let ready = sys::wait(
                 [
                     (self.port.rx.as_fd(), true, false),
@@ -806,7 +818,13 @@ impl Host {
             )
             .map_err(|e| RunError::Setup(format!("ppoll: {e}")));
             match ready {
-                Ok(ready) => oob_readable = ready[1].readable,
+                Ok(ready) => {
+                    oob_readable = ready[1].readable;
+                    if !ready.iter().any(|r| r.readable || r.writable) {
+                        let slept = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+                        timed_wake = Some(now.saturating_add_nanos(slept));
+                    }
+                }
                 Err(e) => break Err(e),
             }
         };
@@ -1023,7 +1041,10 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         Ok(port) => port,
         Err(e) => return failed(settings, role, &e),
     };
-    let pmtu = match settings.mtu.or_else(|| largest_pmtu_for(port.interface_mtu)) {
+    let pmtu = match settings
+        .mtu
+        .or_else(|| largest_pmtu_for(port.interface_mtu))
+    {
         Some(pmtu) => pmtu,
         None => {
             return failed(
@@ -1037,11 +1058,8 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         }
     };
     let connect = resolve(server, settings.port).and_then(|addr| {
-        Oob::connect(
-            addr,
-            Duration::from_secs_f64(settings.connect_timeout_s),
-        )
-        .map_err(RunError::from)
+        Oob::connect(addr, Duration::from_secs_f64(settings.connect_timeout_s))
+            .map_err(RunError::from)
     });
     let mut oob = match connect {
         Ok(oob) => oob,
@@ -1093,10 +1111,18 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         Ok(remote) => remote,
         Err(e) => return failed(settings, role, &e),
     };
-    let mut host = match nic_config(settings, &port, local_ip, pmtu, settings.tx_depth, &local.qps, &remote)
-        .and_then(|cfg| {
-            Nic::new(cfg, Instant::ZERO).map_err(|e: NicError| RunError::Setup(e.to_string()))
-        }) {
+    let mut host = match nic_config(
+        settings,
+        &port,
+        local_ip,
+        pmtu,
+        settings.tx_depth,
+        &local.qps,
+        &remote,
+    )
+    .and_then(|cfg| {
+        Nic::new(cfg, Instant::ZERO).map_err(|e: NicError| RunError::Setup(e.to_string()))
+    }) {
         Ok(nic) => Host {
             nic,
             port,
@@ -1238,7 +1264,15 @@ fn run_server(settings: &Settings) -> Outcome {
             ip: local_ip,
             qps: make_qps(shape.qps),
         };
-        let cfg = nic_config(settings, &port, local_ip, pmtu, shape.tx_depth, &local.qps, &remote)?;
+        let cfg = nic_config(
+            settings,
+            &port,
+            local_ip,
+            pmtu,
+            shape.tx_depth,
+            &local.qps,
+            &remote,
+        )?;
         let nic = Nic::new(cfg, Instant::ZERO).map_err(|e| RunError::Setup(e.to_string()))?;
         Ok((local_ip, pmtu, local, nic))
     })();

@@ -82,9 +82,7 @@ pub fn wait<const N: usize>(
         // Below 1e9: fits.
         tv_nsec: t.subsec_nanos() as libc::c_long,
     });
-    let spec_ptr = spec
-        .as_ref()
-        .map_or(std::ptr::null(), std::ptr::from_ref);
+    let spec_ptr = spec.as_ref().map_or(std::ptr::null(), std::ptr::from_ref);
     // SAFETY: `pollfds` is an array of N valid pollfd; `spec_ptr` is null or points to a timespec
     // alive for the call; a null signal mask leaves the mask unchanged.
     let rc = unsafe {

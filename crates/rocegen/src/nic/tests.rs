@@ -175,7 +175,10 @@ impl Pair {
                 self.delivered += 1;
             }
             while self.posted[qp] < self.messages
-                && self.a.post_write(qp, self.posted[qp], self.message_len).is_ok()
+                && self
+                    .a
+                    .post_write(qp, self.posted[qp], self.message_len)
+                    .is_ok()
             {
                 self.posted[qp] += 1;
             }
@@ -191,16 +194,16 @@ impl Pair {
                     frame[last] ^= 0xFF;
                 }
             }
-            let arrival =
-                sent.start.as_nanos() + self.serialization_ns(sent.len) + self.delay_ns;
-            self.to_b.push_back((arrival.max(self.now + 1), frame.clone()));
+            let arrival = sent.start.as_nanos() + self.serialization_ns(sent.len) + self.delay_ns;
+            self.to_b
+                .push_back((arrival.max(self.now + 1), frame.clone()));
             self.sent_a.push((sent.start.as_nanos(), sent.kind, frame));
         }
         while let Some(sent) = self.b.poll_transmit(now, &mut buf) {
             let frame = buf[..sent.len].to_vec();
-            let arrival =
-                sent.start.as_nanos() + self.serialization_ns(sent.len) + self.delay_ns;
-            self.to_a.push_back((arrival.max(self.now + 1), frame.clone()));
+            let arrival = sent.start.as_nanos() + self.serialization_ns(sent.len) + self.delay_ns;
+            self.to_a
+                .push_back((arrival.max(self.now + 1), frame.clone()));
             self.sent_b.push((sent.start.as_nanos(), sent.kind, frame));
         }
         let next = [
@@ -279,7 +282,12 @@ fn pfc_frame(priority: u8, quanta: u16) -> Vec<u8> {
 
 #[test]
 fn write_bw_runs_at_line_rate_with_correct_frames() {
-    let mut pair = Pair::new(config(true, 1, 10 * GBPS), config(false, 1, 10 * GBPS), 65_536, 40);
+    let mut pair = Pair::new(
+        config(true, 1, 10 * GBPS),
+        config(false, 1, 10 * GBPS),
+        65_536,
+        40,
+    );
     pair.run_to_completion(100_000_000);
     // 40 messages × 64 packets, nothing lost, nothing resent.
     let c = pair.a.counters();
@@ -287,7 +295,10 @@ fn write_bw_runs_at_line_rate_with_correct_frames() {
     assert_eq!(c.tx_retransmitted_packets_total, 0);
     assert_eq!(pair.b.responder_stats(0).out_of_sequence_total, 0);
     assert_eq!(pair.b.responder_stats(0).messages_completed_total, 40);
-    assert_eq!(pair.b.responder_stats(0).payload_bytes_received_total, 40 * 65_536);
+    assert_eq!(
+        pair.b.responder_stats(0).payload_bytes_received_total,
+        40 * 65_536
+    );
     assert_eq!(pair.b.counters().rx_payload_mismatch_total, 0);
     assert_eq!(pair.b.counters().rx_icrc_errors_total, 0);
 
@@ -318,7 +329,10 @@ fn write_bw_runs_at_line_rate_with_correct_frames() {
         }
         assert_eq!(h.payload_len, 1024);
         assert_eq!(h.bth.ack_req, index == 63, "frame {i}");
-        assert_eq!(frame.len(), 14 + 20 + 8 + 12 + (if index == 0 { 16 } else { 0 }) + 1024 + 4);
+        assert_eq!(
+            frame.len(),
+            14 + 20 + 8 + 12 + (if index == 0 { 16 } else { 0 }) + 1024 + 4
+        );
     }
     assert!(psn < PSN_A, "the PSN wrapped");
     // ACKs from B: AETH ACK with MSN, PSN of an accepted packet, to A's QP.
@@ -342,7 +356,11 @@ fn write_bw_runs_at_line_rate_with_correct_frames() {
     let starts = pair.data_starts();
     let mut bits = 0u64;
     for (i, (start, _, frame)) in pair.sent_a.iter().enumerate() {
-        assert_eq!(*start, (bits * 1_000_000_000).div_ceil(10 * GBPS), "frame {i}");
+        assert_eq!(
+            *start,
+            (bits * 1_000_000_000).div_ceil(10 * GBPS),
+            "frame {i}"
+        );
         bits += u64::from(ethernet_wire_bytes(frame.len() as u32)) * 8;
     }
     assert_eq!(starts.len(), 2560);
@@ -372,7 +390,10 @@ fn pfc_pauses_the_data_priority_for_exactly_its_quanta() {
     // Nothing starts while paused; sending resumes at the very nanosecond the pause ends.
     assert_eq!(in_range(pause_at, pause_at + pause_ns), 0);
     assert!(starts.contains(&(pause_at + pause_ns)), "resumes at once");
-    assert!(in_range(pause_at - 20 * US, pause_at) > 0, "was sending before");
+    assert!(
+        in_range(pause_at - 20 * US, pause_at) > 0,
+        "was sending before"
+    );
     // Priority 4 is not ours: no gap longer than one frame time around 3 ms.
     let gaps_over = |from: u64, to: u64, limit: u64| {
         starts
@@ -390,13 +411,24 @@ fn pfc_pauses_the_data_priority_for_exactly_its_quanta() {
 
     let p3 = pair.a.priority_stats(Priority::new(3).unwrap());
     assert_eq!(
-        (p3.pfc_frames_rx_total, p3.pfc_xoff_frames_rx_total, p3.pfc_xon_frames_rx_total),
+        (
+            p3.pfc_frames_rx_total,
+            p3.pfc_xoff_frames_rx_total,
+            p3.pfc_xon_frames_rx_total
+        ),
         (3, 2, 1)
     );
-    assert_eq!(pair.a.priority_stats(Priority::new(4).unwrap()).pfc_frames_rx_total, 1);
+    assert_eq!(
+        pair.a
+            .priority_stats(Priority::new(4).unwrap())
+            .pfc_frames_rx_total,
+        1
+    );
     assert_eq!(pair.a.pause().pause_frames_rx_total(), 1);
     assert_eq!(
-        pair.a.pause().paused_ns(Priority::new(3).unwrap(), t(8_000 * US)),
+        pair.a
+            .pause()
+            .paused_ns(Priority::new(3).unwrap(), t(8_000 * US)),
         pause_ns + 102_400 + 100 * US
     );
     // Lossless: pausing loses nothing.
@@ -423,7 +455,10 @@ fn a_late_driver_still_gets_the_line_rate() {
     slow.wake_period_ns = Some(100 * US);
     slow.run_until(20_000 * US);
     let starts = slow.data_starts();
-    let slow_in_10ms = starts.iter().filter(|&&s| s < starts[0] + 10_000 * US).count();
+    let slow_in_10ms = starts
+        .iter()
+        .filter(|&&s| s < starts[0] + 10_000 * US)
+        .count();
     assert!(slow_in_10ms < 200, "{slow_in_10ms}");
 }
 
@@ -479,7 +514,10 @@ fn losses_are_repaired_by_go_back_n() {
     let dropped = pair.b.counters().rx_test_dropped_total;
     assert!(dropped >= 6, "{dropped}");
     assert!(pair.a.counters().tx_retransmitted_packets_total >= dropped);
-    assert_eq!(pair.a.counters().rx_naks_total, pair.b.counters().tx_naks_total);
+    assert_eq!(
+        pair.a.counters().rx_naks_total,
+        pair.b.counters().tx_naks_total
+    );
     assert!(pair.b.counters().tx_naks_total > 0);
     assert!(pair.b.responder_stats(0).out_of_sequence_total > 0);
     assert_eq!(pair.b.responder_stats(0).messages_completed_total, 50);
@@ -564,6 +602,3 @@ fn bad_configurations_are_refused() {
     cfg.link_rate_bps = 0;
     assert!(Nic::new(cfg, t(0)).is_err());
 }
-
-
-

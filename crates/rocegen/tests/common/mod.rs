@@ -22,7 +22,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Takes the lab lock (poisoning from a failed test does not matter here).
 pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// How long a whole rocegen run may take in a test.
@@ -106,7 +108,9 @@ impl Lab {
         run("ip", &["netns", "add", &lab.ns_b]);
         run(
             "ip",
-            &["link", "add", &lab.if_a, "type", "veth", "peer", "name", &lab.if_b],
+            &[
+                "link", "add", &lab.if_a, "type", "veth", "peer", "name", &lab.if_b,
+            ],
         );
         run("ip", &["link", "set", &lab.if_a, "netns", &lab.ns_a]);
         run("ip", &["link", "set", &lab.if_b, "netns", &lab.ns_b]);
@@ -114,7 +118,10 @@ impl Lab {
             (&lab.ns_a, &lab.if_a, &lab.ip_a),
             (&lab.ns_b, &lab.if_b, &lab.ip_b),
         ] {
-            run("ip", &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", ifname]);
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{ip}/24"), "dev", ifname],
+            );
             run("ip", &["-n", ns, "link", "set", ifname, "up"]);
             run("ip", &["-n", ns, "link", "set", "lo", "up"]);
         }
@@ -134,23 +141,23 @@ impl Lab {
         let port = port.to_string();
         let mut args = vec![test, "-d", &self.if_b, "-p", &port, "--json"];
         args.extend_from_slice(extra);
-        Proc::spawn(Self::command(&self.ns_b, env!("CARGO_BIN_EXE_rocegen"), &args))
+        Proc::spawn(Self::command(
+            &self.ns_b,
+            env!("CARGO_BIN_EXE_rocegen"),
+            &args,
+        ))
     }
 
     /// Starts the rocegen client in `a`.
     pub fn client(&self, test: &str, port: u16, extra: &[&str]) -> Proc {
         let port = port.to_string();
-        let mut args = vec![
-            test,
-            "-d",
-            &self.if_a,
-            &self.ip_b,
-            "-p",
-            &port,
-            "--json",
-        ];
+        let mut args = vec![test, "-d", &self.if_a, &self.ip_b, "-p", &port, "--json"];
         args.extend_from_slice(extra);
-        Proc::spawn(Self::command(&self.ns_a, env!("CARGO_BIN_EXE_rocegen"), &args))
+        Proc::spawn(Self::command(
+            &self.ns_a,
+            env!("CARGO_BIN_EXE_rocegen"),
+            &args,
+        ))
     }
 
     /// Runs a server and a client to completion; returns their JSON reports (both must succeed).
@@ -184,8 +191,12 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.ns_a]).output();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns_b]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.ns_a])
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.ns_b])
+            .output();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
