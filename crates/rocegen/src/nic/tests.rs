@@ -219,20 +219,6 @@ impl Pair {
         .min()
         .unwrap_or(u64::MAX)
         .max(self.now + 1);
-        if next == u64::MAX {
-            panic!(
-                "stalled at {}: a can_transmit {} outstanding {} a timeout {:?} b pending ack {:?} completed {} delivered {} a {:?} b {:?}",
-                self.now,
-                self.a.qps[0].requester.can_transmit(),
-                self.a.qps[0].requester.outstanding_packets(),
-                self.a.qps[0].requester.poll_timeout(),
-                self.b.qps[0].responder.peek_ack(),
-                self.completed,
-                self.delivered,
-                self.a.qps[0].requester.stats(),
-                self.b.qps[0].responder.stats(),
-            );
-        }
         self.now = match self.wake_period_ns {
             Some(period) => next.div_ceil(period).saturating_mul(period),
             None => next,
