@@ -276,6 +276,12 @@ pub struct TestArgs {
     #[arg(long = "catch-up-us", default_value_t = 200)]
     pub catch_up_us: u64,
 
+    /// Server: wait for this many clients, then run them all at once on one NIC (an incast
+    /// towards this host); each client's QPs get their own QPNs.
+    #[arg(long = "clients", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub clients: u16,
+
     /// Seconds the client keeps retrying to connect to the server.
     #[arg(long = "connect-timeout", default_value_t = 10.0)]
     pub connect_timeout: f64,
@@ -374,6 +380,8 @@ pub struct Settings {
     pub catch_up_ns: u64,
     /// Connect timeout.
     pub connect_timeout_s: f64,
+    /// Clients a server waits for.
+    pub clients: usize,
     /// Fault injection.
     pub drop_every: Option<u64>,
     /// Fault injection.
@@ -621,6 +629,9 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
     if args.drop_every == Some(0) || args.mark_ce_every == Some(0) {
         return Err("--drop-every and --mark-ce-every take N >= 1".into());
     }
+    if args.server.is_some() && args.clients != 1 {
+        return Err("--clients is for the server (no SERVER argument)".into());
+    }
     if !(args.connect_timeout >= 0.0 && args.connect_timeout <= 3600.0) {
         return Err("--connect-timeout must be in 0..=3600 seconds".into());
     }
@@ -654,6 +665,7 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
         qdisc_bypass: args.qdisc_bypass,
         catch_up_ns: args.catch_up_us.saturating_mul(NANOS_PER_MICRO),
         connect_timeout_s: args.connect_timeout,
+        clients: usize::from(args.clients),
         drop_every: args.drop_every,
         mark_ce_every: args.mark_ce_every,
     })

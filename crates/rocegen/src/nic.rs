@@ -76,9 +76,14 @@ pub const REQUEST_OVERHEAD_BYTES_MAX: usize = ethernet::HEADER_LEN
     + RETH_LEN
     + ICRC_LEN;
 
-/// One queue pair: both ends of the connection, as exchanged out of band.
+/// One queue pair: both ends of the connection, as exchanged out of band. Each QP has its own
+/// peer, so one NIC can talk to several hosts (a server with several clients).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpConfig {
+    /// The peer's MAC address (the next hop: the peer itself on a flat L2 fabric).
+    pub peer_mac: MacAddress,
+    /// The peer's IPv4 address.
+    pub peer_ip: Ipv4Addr,
     /// Our QPN (24 bits): the DestQP of what the peer sends us.
     pub local_qpn: u32,
     /// The peer's QPN: the DestQP of what we send.
@@ -98,12 +103,8 @@ pub struct QpConfig {
 pub struct NicConfig {
     /// Our port's MAC address.
     pub local_mac: MacAddress,
-    /// The peer's MAC address (the next hop: the peer itself on a flat L2 fabric).
-    pub peer_mac: MacAddress,
     /// Our IPv4 address.
     pub local_ip: Ipv4Addr,
-    /// The peer's IPv4 address.
-    pub peer_ip: Ipv4Addr,
     /// 802.1Q VLAN ID to tag every frame with (0: priority tag only); `None`: untagged.
     pub vlan_id: Option<u16>,
     /// DSCP of data and ACK frames.
@@ -339,9 +340,7 @@ struct Qp {
 #[derive(Debug)]
 pub struct Nic {
     local_mac: MacAddress,
-    peer_mac: MacAddress,
     local_ip: Ipv4Addr,
-    peer_ip: Ipv4Addr,
     vlan_id: Option<u16>,
     data_dscp: u8,
     data_priority: Priority,
@@ -442,9 +441,7 @@ impl Nic {
         let pattern: Box<[u8]> = (0..PATTERN_LEN).map(|i| i as u8).collect();
         Ok(Self {
             local_mac: cfg.local_mac,
-            peer_mac: cfg.peer_mac,
             local_ip: cfg.local_ip,
-            peer_ip: cfg.peer_ip,
             vlan_id: cfg.vlan_id,
             data_dscp: cfg.data_dscp,
             data_priority: Priority::new(cfg.data_priority)
@@ -665,12 +662,14 @@ impl Nic {
             self.counters.rx_test_dropped_total += 1;
             return;
         }
-        let remote_qpn = self.qps[index].cfg.remote_qpn;
         if headers.ecn == Ecn::Ce {
             self.counters.rx_ecn_ce_total += 1;
             if let Some(np) = &mut self.np {
-                // Errors are counted by the NP (table full cannot happen: one flow per QP).
-                let _ = np.handle_ce(now, remote_qpn);
+                // The NP's flow is the QP. Its key is our QPN, unique in this NIC (the peers'
+                // QPNs, which the CNPs carry, may repeat across peers); the CNP is addressed to
+                // the QP's remote QPN when it is sent. Errors are counted by the NP (the table
+                // holds one flow per QP, so it cannot fill up).
+                let _ = np.handle_ce(now, headers.bth.dest_qp);
             }
             self.drain_np(now);
         }
@@ -820,20 +819,19 @@ impl Nic {
             return None;
         }
         self.cnp_queue.pop_front();
-        // The NP addresses the CNP to the RP's QPN, the peer QPN of one of our QPs.
-        let index = self
-            .qps
-            .iter()
-            .position(|q| q.cfg.remote_qpn == cnp.dest_qpn)?;
+        // The flow key is our QPN (see `handle_request`); the CNP goes to that QP's peer QP, the
+        // RP's QPN.
+        let index = self.qp_index(cnp.dest_qpn)?;
+        let qp = self.qps[index].cfg;
         let vlan = self
             .vlan_id
             .map(|vid| VlanTci::new(cnp.priority, false, vid));
         let mut repr = RoceV2PacketRepr::cnp(
-            self.peer_mac,
+            qp.peer_mac,
             self.local_mac,
-            self.ip_repr(cnp.dscp, Ecn::Ect0),
+            self.ip_repr(qp.peer_ip, cnp.dscp, Ecn::Ect0),
             self.qps[index].udp_sport,
-            cnp.dest_qpn,
+            qp.remote_qpn,
         );
         repr.vlan = vlan;
         let len = self.emit(&repr, buf)?;
@@ -863,11 +861,12 @@ impl Nic {
             qp.ack_since = None;
             let remote_qpn = qp.cfg.remote_qpn;
             let sport = qp.udp_sport;
+            let (peer_mac, peer_ip) = (qp.cfg.peer_mac, qp.cfg.peer_ip);
             let repr = RoceV2PacketRepr {
-                dst_addr: self.peer_mac,
+                dst_addr: peer_mac,
                 src_addr: self.local_mac,
                 vlan: self.data_vlan(),
-                ip: self.ip_repr(self.data_dscp, Ecn::Ect0),
+                ip: self.ip_repr(peer_ip, self.data_dscp, Ecn::Ect0),
                 udp_src_port: sport,
                 udp_checksum: false,
                 bth: bth(Opcode::Acknowledge, remote_qpn, false, ack.psn),
@@ -993,10 +992,14 @@ impl Nic {
         let qp = &self.qps[index];
         let payload_len = packet.payload_len as usize;
         let repr = RoceV2PacketRepr {
-            dst_addr: self.peer_mac,
+            dst_addr: qp.cfg.peer_mac,
             src_addr: self.local_mac,
             vlan: self.data_vlan(),
-            ip: self.ip_repr(self.data_dscp, if mark_ce { Ecn::Ce } else { Ecn::Ect0 }),
+            ip: self.ip_repr(
+                qp.cfg.peer_ip,
+                self.data_dscp,
+                if mark_ce { Ecn::Ce } else { Ecn::Ect0 },
+            ),
             udp_src_port: qp.udp_sport,
             udp_checksum: false,
             bth: bth(
@@ -1035,10 +1038,10 @@ impl Nic {
             .map(|vid| VlanTci::new(self.data_priority.get(), false, vid))
     }
 
-    fn ip_repr(&self, dscp: u8, ecn: Ecn) -> RoceIpRepr {
+    fn ip_repr(&self, peer_ip: Ipv4Addr, dscp: u8, ecn: Ecn) -> RoceIpRepr {
         RoceIpRepr::V4 {
             src_addr: self.local_ip,
-            dst_addr: self.peer_ip,
+            dst_addr: peer_ip,
             dscp,
             ecn,
             hop_limit: TTL,

@@ -384,8 +384,8 @@ pub struct Report {
     pub dcqcn: String,
     /// This side.
     pub local: EndpointReport,
-    /// The other side.
-    pub remote: EndpointReport,
+    /// The other side: one entry per peer (a server may have several clients).
+    pub remote: Vec<EndpointReport>,
     /// Bandwidth rows (write_bw client; write_bw server: what it received).
     pub bw: Vec<BwRow>,
     /// Latency rows (write_lat client).
@@ -396,8 +396,11 @@ pub struct Report {
     pub qp: Vec<QpReport>,
     /// Why the run failed, if it did.
     pub error: Option<String>,
-    /// The other side's report, as it sent it at the end (without its own `peer`).
+    /// The other side's report as it sent it at the end: the server's for a client, the
+    /// client's for a server with one client.
     pub peer: Option<serde_json::Value>,
+    /// A server's clients' reports, one per client (empty for a client).
+    pub peers: Vec<serde_json::Value>,
     /// The event loop's counters (absent when the run failed before it started).
     pub driver: Option<DriverStats>,
 }
@@ -468,7 +471,9 @@ impl Report {
             }
         };
         address("local", &self.local, &mut out);
-        address("remote", &self.remote, &mut out);
+        for remote in &self.remote {
+            address("remote", remote, &mut out);
+        }
         let _ = writeln!(out, "{}", rule());
         if !self.bw.is_empty() {
             let unit = if report_gbits { "Gb/sec" } else { "MB/sec" };

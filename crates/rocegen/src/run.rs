@@ -246,34 +246,48 @@ fn udp_4791_sink(ip: Ipv4Addr) -> Option<UdpSocket> {
     UdpSocket::bind((ip, ROCEV2_UDP_PORT)).ok()
 }
 
+/// One peer's part of the NIC: our QPs for it and its endpoint.
+struct PeerQps<'a> {
+    local: &'a [QpInfo],
+    remote: &'a Endpoint,
+}
+
 fn nic_config(
     settings: &Settings,
     port: &Port,
     local_ip: Ipv4Addr,
     pmtu: PathMtu,
     tx_depth: usize,
-    local: &[QpInfo],
-    remote: &Endpoint,
+    peers: &[PeerQps<'_>],
 ) -> Result<NicConfig, RunError> {
-    let peer_mac = parse_mac(&remote.mac)
-        .ok_or_else(|| RunError::Peer(format!("bad MAC address {:?}", remote.mac)))?;
-    let qps = local
-        .iter()
-        .zip(&remote.qps)
-        .map(|(l, r)| QpConfig {
-            local_qpn: l.qpn,
-            remote_qpn: r.qpn,
-            send_psn: l.psn,
-            recv_psn: r.psn,
-            remote_va: r.va,
-            remote_rkey: r.rkey,
-        })
-        .collect();
+    let mut qps = Vec::new();
+    for peer in peers {
+        let peer_mac = parse_mac(&peer.remote.mac)
+            .ok_or_else(|| RunError::Peer(format!("bad MAC address {:?}", peer.remote.mac)))?;
+        if peer.local.len() != peer.remote.qps.len() {
+            return Err(RunError::Peer(
+                "the two sides have different numbers of QPs".into(),
+            ));
+        }
+        qps.extend(
+            peer.local
+                .iter()
+                .zip(&peer.remote.qps)
+                .map(|(l, r)| QpConfig {
+                    peer_mac,
+                    peer_ip: peer.remote.ip,
+                    local_qpn: l.qpn,
+                    remote_qpn: r.qpn,
+                    send_psn: l.psn,
+                    recv_psn: r.psn,
+                    remote_va: r.va,
+                    remote_rkey: r.rkey,
+                }),
+        );
+    }
     Ok(NicConfig {
         local_mac: port.mac,
-        peer_mac,
         local_ip,
-        peer_ip: remote.ip,
         vlan_id: settings.vlan,
         data_dscp: settings.dscp(),
         data_priority: settings.data_priority(),
@@ -300,8 +314,8 @@ fn nic_config(
 trait Workload {
     /// Called every loop iteration after the inputs.
     fn poll(&mut self, now: Instant, nic: &mut Nic) -> Result<(), RunError>;
-    /// An out-of-band message arrived during the run.
-    fn on_message(&mut self, message: Message) -> Result<(), RunError>;
+    /// An out-of-band message arrived from peer `peer` during the run.
+    fn on_message(&mut self, peer: usize, message: Message) -> Result<(), RunError>;
     /// When the workload must be called at the latest.
     fn deadline(&self) -> Option<Instant>;
     /// Whether the test is over.
@@ -475,7 +489,7 @@ impl Workload for BwClient {
         Ok(())
     }
 
-    fn on_message(&mut self, message: Message) -> Result<(), RunError> {
+    fn on_message(&mut self, _peer: usize, message: Message) -> Result<(), RunError> {
         Err(unexpected(&message))
     }
 
@@ -495,11 +509,28 @@ impl Workload for BwClient {
     }
 }
 
-/// write_bw, server: receives until the client says it is done; counts what arrived per size.
+/// write_bw, server: receives until every client says it is done; counts what arrived per size.
 struct BwServer {
     /// (size, messages, first delivery, last delivery).
     sizes: Vec<(u32, u64, u64, u64)>,
-    peer_report: Option<serde_json::Value>,
+    peer_reports: Vec<Option<serde_json::Value>>,
+}
+
+/// Stores a client's final report; anything else is an error.
+fn on_server_message(
+    reports: &mut [Option<serde_json::Value>],
+    peer: usize,
+    message: Message,
+) -> Result<(), RunError> {
+    match message {
+        Message::Done { report } => {
+            if let Some(slot) = reports.get_mut(peer) {
+                *slot = Some(report);
+            }
+            Ok(())
+        }
+        other => Err(unexpected(&other)),
+    }
 }
 
 impl Workload for BwServer {
@@ -519,14 +550,8 @@ impl Workload for BwServer {
         Ok(())
     }
 
-    fn on_message(&mut self, message: Message) -> Result<(), RunError> {
-        match message {
-            Message::Done { report } => {
-                self.peer_report = Some(report);
-                Ok(())
-            }
-            other => Err(unexpected(&other)),
-        }
+    fn on_message(&mut self, peer: usize, message: Message) -> Result<(), RunError> {
+        on_server_message(&mut self.peer_reports, peer, message)
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -534,7 +559,7 @@ impl Workload for BwServer {
     }
 
     fn finished(&self) -> bool {
-        self.peer_report.is_some()
+        self.peer_reports.iter().all(Option::is_some)
     }
 }
 
@@ -598,7 +623,7 @@ impl Workload for LatClient {
         Ok(())
     }
 
-    fn on_message(&mut self, message: Message) -> Result<(), RunError> {
+    fn on_message(&mut self, _peer: usize, message: Message) -> Result<(), RunError> {
         Err(unexpected(&message))
     }
 
@@ -611,38 +636,38 @@ impl Workload for LatClient {
     }
 }
 
-/// write_lat, server: answer every WRITE with a WRITE of the same size.
+/// write_lat, server: answer every WRITE with a WRITE of the same size, on its QP.
 struct LatServer {
-    backlog: Vec<u32>,
+    /// (QP, size) of answers not posted yet.
+    backlog: Vec<(usize, u32)>,
     next_wr_id: u64,
-    peer_report: Option<serde_json::Value>,
+    peer_reports: Vec<Option<serde_json::Value>>,
 }
 
 impl Workload for LatServer {
     fn poll(&mut self, _now: Instant, nic: &mut Nic) -> Result<(), RunError> {
         check_qps(nic)?;
-        while nic.poll_completion(0).is_some() {}
-        while let Some(message) = nic.poll_delivered(0) {
-            self.backlog.push(message.len);
-        }
-        while let Some(&len) = self.backlog.first() {
-            if nic.post_write(0, self.next_wr_id, len).is_err() {
-                break;
+        for qp in 0..nic.qp_count() {
+            while nic.poll_completion(qp).is_some() {}
+            while let Some(message) = nic.poll_delivered(qp) {
+                self.backlog.push((qp, message.len));
             }
-            self.next_wr_id += 1;
-            self.backlog.remove(0);
+        }
+        let mut index = 0;
+        while index < self.backlog.len() {
+            let (qp, len) = self.backlog[index];
+            if nic.post_write(qp, self.next_wr_id, len).is_ok() {
+                self.next_wr_id += 1;
+                self.backlog.remove(index);
+            } else {
+                index += 1;
+            }
         }
         Ok(())
     }
 
-    fn on_message(&mut self, message: Message) -> Result<(), RunError> {
-        match message {
-            Message::Done { report } => {
-                self.peer_report = Some(report);
-                Ok(())
-            }
-            other => Err(unexpected(&other)),
-        }
+    fn on_message(&mut self, peer: usize, message: Message) -> Result<(), RunError> {
+        on_server_message(&mut self.peer_reports, peer, message)
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -650,7 +675,7 @@ impl Workload for LatServer {
     }
 
     fn finished(&self) -> bool {
-        self.peer_report.is_some()
+        self.peer_reports.iter().all(Option::is_some)
     }
 }
 
@@ -659,9 +684,11 @@ impl Workload for LatServer {
 struct Host {
     nic: Nic,
     port: Port,
-    oob: Oob,
+    /// One exchange connection per peer (a server may have several clients).
+    oobs: Vec<Oob>,
     clock: Clock,
     driver: DriverStats,
+    poll: sys::PollSet,
     _udp_sink: Option<UdpSocket>,
 }
 
@@ -680,6 +707,19 @@ fn cpu_times() -> (u64, u64) {
 }
 
 impl Host {
+    fn new(nic: Nic, port: Port, oobs: Vec<Oob>, local_ip: Ipv4Addr) -> Self {
+        let poll = sys::PollSet::with_capacity(2 + oobs.len());
+        Self {
+            nic,
+            port,
+            oobs,
+            clock: Clock(std::time::Instant::now()),
+            driver: DriverStats::default(),
+            poll,
+            _udp_sink: udp_4791_sink(local_ip),
+        }
+    }
+
     /// Runs the loop until the workload is finished and pending ACKs/CNPs are out (or
     /// [`FLUSH_NS`] passed).
     fn run(&mut self, workload: &mut dyn Workload) -> Result<(), RunError> {
@@ -687,7 +727,7 @@ impl Host {
         let wall_start = self.clock.now();
         let mut rx_frames: Vec<PoolFrame> = Vec::with_capacity(BURST_MAX);
         let mut tx_frames: Vec<PoolFrame> = Vec::with_capacity(TX_BATCH);
-        let mut oob_readable = false;
+        let mut oob_readable = vec![false; self.oobs.len()];
         let mut flush_until: Option<Instant> = None;
         let mut last_iteration = wall_start;
         // Set when a sleep ended by its timeout: when it should have ended.
@@ -731,12 +771,14 @@ impl Host {
             }
 
             // Out of band.
-            if oob_readable {
-                oob_readable = false;
+            for (peer, readable) in oob_readable.iter_mut().enumerate() {
+                if !std::mem::take(readable) {
+                    continue;
+                }
                 loop {
-                    match self.oob.try_recv() {
+                    match self.oobs[peer].try_recv() {
                         Ok(Some(message)) => {
-                            if let Err(e) = workload.on_message(message) {
+                            if let Err(e) = workload.on_message(peer, message) {
                                 break 'main Err(e);
                             }
                         }
@@ -808,24 +850,23 @@ impl Host {
                 .driver
                 .max_sleep_requested_ns
                 .max(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
-            let ready = sys::wait(
-                [
-                    (self.port.rx.as_fd(), true, false),
-                    (self.oob.stream().as_fd(), true, false),
-                    (self.port.tx.as_fd(), false, want_write),
-                ],
-                Some(timeout),
-            )
-            .map_err(|e| RunError::Setup(format!("ppoll: {e}")));
-            match ready {
-                Ok(ready) => {
-                    oob_readable = ready[1].readable;
-                    if !ready.iter().any(|r| r.readable || r.writable) {
+            self.poll.clear();
+            self.poll.push(self.port.rx.as_fd(), true, false);
+            self.poll.push(self.port.tx.as_fd(), false, want_write);
+            for oob in &self.oobs {
+                self.poll.push(oob.stream().as_fd(), true, false);
+            }
+            match self.poll.wait(Some(timeout)) {
+                Ok(any) => {
+                    for (peer, readable) in oob_readable.iter_mut().enumerate() {
+                        *readable = self.poll.ready(2 + peer).readable;
+                    }
+                    if !any {
                         let slept = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
                         timed_wake = Some(now.saturating_add_nanos(slept));
                     }
                 }
-                Err(e) => break Err(e),
+                Err(e) => break Err(RunError::Setup(format!("ppoll: {e}"))),
             }
         };
         let cpu_end = cpu_times();
@@ -862,11 +903,10 @@ fn build_report(
     host: Option<&Host>,
     pmtu: Option<PathMtu>,
     local: Option<&Endpoint>,
-    remote: Option<&Endpoint>,
+    remotes: &[Endpoint],
     bw: Vec<BwRow>,
     latency: Vec<LatRow>,
     error: Option<String>,
-    peer: Option<serde_json::Value>,
 ) -> Report {
     let mut counters = CountersReport::default();
     let mut qp = Vec::new();
@@ -981,13 +1021,14 @@ fn build_report(
         vlan_id: settings.vlan,
         dcqcn: dcqcn_name(settings.dcqcn).to_owned(),
         local: endpoint_report(local.unwrap_or(&empty)),
-        remote: endpoint_report(remote.unwrap_or(&empty)),
+        remote: remotes.iter().map(endpoint_report).collect(),
         bw,
         latency,
         counters,
         qp,
         error,
-        peer,
+        peer: None,
+        peers: Vec::new(),
         driver: host.map(|h| h.driver),
     }
 }
@@ -1018,11 +1059,10 @@ fn failed(settings: &Settings, role: &'static str, error: &RunError) -> Outcome 
             None,
             settings.mtu,
             None,
-            None,
+            &[],
             Vec::new(),
             Vec::new(),
             Some(error.to_string()),
-            None,
         ),
     }
 }
@@ -1111,26 +1151,15 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         Ok(remote) => remote,
         Err(e) => return failed(settings, role, &e),
     };
-    let mut host = match nic_config(
-        settings,
-        &port,
-        local_ip,
-        pmtu,
-        settings.tx_depth,
-        &local.qps,
-        &remote,
-    )
-    .and_then(|cfg| {
-        Nic::new(cfg, Instant::ZERO).map_err(|e: NicError| RunError::Setup(e.to_string()))
-    }) {
-        Ok(nic) => Host {
-            nic,
-            port,
-            oob,
-            clock: Clock(std::time::Instant::now()),
-            driver: DriverStats::default(),
-            _udp_sink: udp_4791_sink(local_ip),
-        },
+    let peers = [PeerQps {
+        local: &local.qps,
+        remote: &remote,
+    }];
+    let mut host = match nic_config(settings, &port, local_ip, pmtu, settings.tx_depth, &peers)
+        .and_then(|cfg| {
+            Nic::new(cfg, Instant::ZERO).map_err(|e: NicError| RunError::Setup(e.to_string()))
+        }) {
+        Ok(nic) => Host::new(nic, port, vec![oob], local_ip),
         Err(e) => {
             let _ = oob.send(&Message::Error {
                 reason: e.to_string(),
@@ -1171,23 +1200,23 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         Some(&host),
         Some(pmtu),
         Some(&local),
-        Some(&remote),
+        std::slice::from_ref(&remote),
         bw,
         latency,
         error.clone(),
-        None,
     );
     // Exchange reports: ours, then the server's.
+    let oob = &mut host.oobs[0];
     let sent = match &error {
-        None => host.oob.send(&Message::Done {
+        None => oob.send(&Message::Done {
             report: report_value(&report),
         }),
-        Some(reason) => host.oob.send(&Message::Error {
+        Some(reason) => oob.send(&Message::Error {
             reason: reason.clone(),
         }),
     };
     if sent.is_ok() && error.is_none() {
-        match host.oob.recv(HANDSHAKE_TIMEOUT) {
+        match oob.recv(HANDSHAKE_TIMEOUT) {
             Ok(Message::Done { report: peer }) => report.peer = Some(peer),
             Ok(Message::Error { reason }) => report.error = Some(format!("server: {reason}")),
             Ok(other) => report.error = Some(format!("server sent {other:?}")),
@@ -1195,6 +1224,109 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         }
     }
     Outcome { report }
+}
+
+/// A client that said hello.
+struct Client {
+    oob: Oob,
+    shape: TestShape,
+    endpoint: Endpoint,
+}
+
+/// Accepts one client and reads its hello.
+fn accept_client(listener: &TcpListener) -> Result<Client, RunError> {
+    let (stream, _) = listener
+        .accept()
+        .map_err(|e| RunError::Setup(format!("accepting a client: {e}")))?;
+    let mut oob = Oob::new(stream).map_err(|e| RunError::Setup(e.to_string()))?;
+    match oob.recv(HANDSHAKE_TIMEOUT)? {
+        Message::Hello {
+            version,
+            shape,
+            endpoint,
+        } if version == PROTOCOL_VERSION => Ok(Client {
+            oob,
+            shape,
+            endpoint,
+        }),
+        Message::Hello { version, .. } => Err(RunError::Peer(format!(
+            "client speaks exchange version {version}, we speak {PROTOCOL_VERSION}"
+        ))),
+        Message::Error { reason } => Err(RunError::Peer(reason)),
+        other => Err(RunError::Peer(format!("expected a hello, got {other:?}"))),
+    }
+}
+
+/// What the server runs for its clients: checks their tests agree with ours, makes our QPs for
+/// each and the NIC with all of them.
+fn server_setup(
+    settings: &Settings,
+    port: &Port,
+    clients: &[Client],
+) -> Result<(Ipv4Addr, PathMtu, Vec<Endpoint>, Nic), RunError> {
+    let first = clients
+        .first()
+        .ok_or_else(|| RunError::Setup("no client".into()))?;
+    let pmtu = PathMtu::from_bytes(first.shape.mtu)
+        .ok_or_else(|| RunError::Peer(format!("bad path MTU {}", first.shape.mtu)))?;
+    let mut total_qps = 0;
+    for client in clients {
+        let shape = &client.shape;
+        let test = TestKind::from_name(&shape.test)
+            .ok_or_else(|| RunError::Peer(format!("unknown test {:?}", shape.test)))?;
+        if test != settings.test {
+            return Err(RunError::Peer(format!(
+                "a client runs {}, this server {}",
+                test.name(),
+                settings.test.name()
+            )));
+        }
+        if shape.qps == 0 || shape.qps != client.endpoint.qps.len() {
+            return Err(RunError::Peer("bad number of QPs".into()));
+        }
+        if shape.mtu != pmtu.bytes() {
+            return Err(RunError::Peer(format!(
+                "clients ask for different path MTUs ({} and {}); use the same -m",
+                pmtu.bytes(),
+                shape.mtu
+            )));
+        }
+        total_qps += shape.qps;
+    }
+    if total_qps > crate::nic::QPS_MAX {
+        return Err(RunError::Peer(format!(
+            "{total_qps} QPs in all, at most {} per NIC",
+            crate::nic::QPS_MAX
+        )));
+    }
+    let local_addr = first
+        .oob
+        .stream()
+        .local_addr()
+        .map_err(|e| RunError::Setup(e.to_string()))?;
+    let local_ip = local_ipv4(settings, local_addr.ip())?;
+    // One run of consecutive QPNs, split among the clients.
+    let mut all = make_qps(total_qps).into_iter();
+    let locals: Vec<Endpoint> = clients
+        .iter()
+        .map(|client| Endpoint {
+            mac: format_mac(port.mac),
+            ip: local_ip,
+            qps: all.by_ref().take(client.shape.qps).collect(),
+        })
+        .collect();
+    let peers: Vec<PeerQps<'_>> = locals
+        .iter()
+        .zip(clients)
+        .map(|(local, client)| PeerQps {
+            local: &local.qps,
+            remote: &client.endpoint,
+        })
+        .collect();
+    let tx_depth = clients.iter().map(|c| c.shape.tx_depth).max().unwrap_or(1);
+    let cfg = nic_config(settings, port, local_ip, pmtu, tx_depth, &peers)?;
+    let nic = Nic::new(cfg, Instant::ZERO).map_err(|e| RunError::Setup(e.to_string()))?;
+    Ok((local_ip, pmtu, locals, nic))
 }
 
 fn run_server(settings: &Settings) -> Outcome {
@@ -1213,135 +1345,97 @@ fn run_server(settings: &Settings) -> Outcome {
             )
         }
     };
-    let accepted = listener
-        .accept()
-        .map_err(|e| RunError::Setup(format!("accepting the client: {e}")))
-        .and_then(|(stream, _)| Oob::new(stream).map_err(|e| RunError::Setup(e.to_string())));
+    // Every client first: they all start together once the NIC is up (an incast starts at once).
+    let mut clients: Vec<Client> = Vec::with_capacity(settings.clients);
+    for _ in 0..settings.clients {
+        match accept_client(&listener) {
+            Ok(client) => clients.push(client),
+            Err(e) => {
+                for client in &mut clients {
+                    let _ = client.oob.send(&Message::Error {
+                        reason: e.to_string(),
+                    });
+                }
+                return failed(settings, role, &e);
+            }
+        }
+    }
     drop(listener);
-    let mut oob = match accepted {
-        Ok(oob) => oob,
-        Err(e) => return failed(settings, role, &e),
-    };
-    let hello = match oob.recv(HANDSHAKE_TIMEOUT) {
-        Ok(Message::Hello {
-            version,
-            shape,
-            endpoint,
-        }) if version == PROTOCOL_VERSION => Ok((shape, endpoint)),
-        Ok(Message::Hello { version, .. }) => Err(RunError::Peer(format!(
-            "client speaks exchange version {version}, we speak {PROTOCOL_VERSION}"
-        ))),
-        Ok(Message::Error { reason }) => Err(RunError::Peer(reason)),
-        Ok(other) => Err(RunError::Peer(format!("expected a hello, got {other:?}"))),
-        Err(e) => Err(RunError::from(e)),
-    };
-    let (shape, remote) = match hello {
-        Ok(h) => h,
-        Err(e) => return failed(settings, role, &e),
-    };
-    let setup = (|| -> Result<(Ipv4Addr, PathMtu, Endpoint, Nic), RunError> {
-        let test = TestKind::from_name(&shape.test)
-            .ok_or_else(|| RunError::Peer(format!("unknown test {:?}", shape.test)))?;
-        if test != settings.test {
-            return Err(RunError::Peer(format!(
-                "the client runs {}, this server {}",
-                test.name(),
-                settings.test.name()
-            )));
-        }
-        if shape.qps == 0 || shape.qps != remote.qps.len() || shape.qps > crate::nic::QPS_MAX {
-            return Err(RunError::Peer("bad number of QPs".into()));
-        }
-        let pmtu = PathMtu::from_bytes(shape.mtu)
-            .ok_or_else(|| RunError::Peer(format!("bad path MTU {}", shape.mtu)))?;
-        let local_addr = oob
-            .stream()
-            .local_addr()
-            .map_err(|e| RunError::Setup(e.to_string()))?;
-        let local_ip = local_ipv4(settings, local_addr.ip())?;
-        let local = Endpoint {
-            mac: format_mac(port.mac),
-            ip: local_ip,
-            qps: make_qps(shape.qps),
-        };
-        let cfg = nic_config(
-            settings,
-            &port,
-            local_ip,
-            pmtu,
-            shape.tx_depth,
-            &local.qps,
-            &remote,
-        )?;
-        let nic = Nic::new(cfg, Instant::ZERO).map_err(|e| RunError::Setup(e.to_string()))?;
-        Ok((local_ip, pmtu, local, nic))
-    })();
-    let (local_ip, pmtu, local, nic) = match setup {
+    let (local_ip, pmtu, locals, nic) = match server_setup(settings, &port, &clients) {
         Ok(s) => s,
         Err(e) => {
-            let _ = oob.send(&Message::Error {
-                reason: e.to_string(),
-            });
+            for client in &mut clients {
+                let _ = client.oob.send(&Message::Error {
+                    reason: e.to_string(),
+                });
+            }
             return failed(settings, role, &e);
         }
     };
-    let mut host = Host {
-        nic,
-        port,
-        oob,
-        clock: Clock(std::time::Instant::now()),
-        driver: DriverStats::default(),
-        _udp_sink: udp_4791_sink(local_ip),
-    };
-    // The NIC is listening: let the client start.
-    if let Err(e) = host.oob.send(&Message::Accept {
-        endpoint: local.clone(),
-    }) {
-        return failed(settings, role, &RunError::from(e));
+    let remotes: Vec<Endpoint> = clients.iter().map(|c| c.endpoint.clone()).collect();
+    let oobs: Vec<Oob> = clients.into_iter().map(|c| c.oob).collect();
+    let mut host = Host::new(nic, port, oobs, local_ip);
+    // The NIC is listening: let the clients start.
+    for (oob, local) in host.oobs.iter_mut().zip(&locals) {
+        if let Err(e) = oob.send(&Message::Accept {
+            endpoint: local.clone(),
+        }) {
+            return failed(settings, role, &RunError::from(e));
+        }
     }
-    let (result, bw, peer) = match settings.test {
+    let (result, bw, peers) = match settings.test {
         TestKind::WriteBw => {
             let mut workload = BwServer {
                 sizes: Vec::new(),
-                peer_report: None,
+                peer_reports: vec![None; settings.clients],
             };
             let result = host.run(&mut workload);
-            (result, workload.rows(), workload.peer_report)
+            (result, workload.rows(), workload.peer_reports)
         }
         TestKind::WriteLat => {
             let mut workload = LatServer {
                 backlog: Vec::with_capacity(16),
                 next_wr_id: 0,
-                peer_report: None,
+                peer_reports: vec![None; settings.clients],
             };
             let result = host.run(&mut workload);
-            (result, Vec::new(), workload.peer_report)
+            (result, Vec::new(), workload.peer_reports)
         }
     };
     let error = result.err().map(|e| e.to_string());
-    let report = build_report(
+    let local = Endpoint {
+        mac: format_mac(host.port.mac),
+        ip: local_ip,
+        qps: locals.iter().flat_map(|l| l.qps.iter().copied()).collect(),
+    };
+    let mut report = build_report(
         settings,
         settings.test,
         role,
         Some(&host),
         Some(pmtu),
         Some(&local),
-        Some(&remote),
+        &remotes,
         bw,
         Vec::new(),
         error.clone(),
-        peer,
     );
-    let mut own = report.clone();
-    own.peer = None;
-    let _ = match &error {
-        None => host.oob.send(&Message::Done {
-            report: report_value(&own),
-        }),
-        Some(reason) => host.oob.send(&Message::Error {
-            reason: reason.clone(),
-        }),
-    };
+    let own = report_value(&report);
+    for oob in &mut host.oobs {
+        let _ = match &error {
+            None => oob.send(&Message::Done {
+                report: own.clone(),
+            }),
+            Some(reason) => oob.send(&Message::Error {
+                reason: reason.clone(),
+            }),
+        };
+    }
+    let peers: Vec<serde_json::Value> = peers.into_iter().flatten().collect();
+    if peers.len() == 1 {
+        report.peer = peers.first().cloned();
+    }
+    report.peers = peers;
     Outcome { report }
 }
 

@@ -65,45 +65,80 @@ pub struct Ready {
     pub writable: bool,
 }
 
-/// Waits until one of `fds` (each with: want readable, want writable) is ready, or `timeout`
-/// passes (`None`: no timeout), with nanosecond resolution (`ppoll`), unlike `poll`'s
-/// milliseconds: the emulated link paces frames microseconds apart. `EINTR` counts as a timeout.
-pub fn wait<const N: usize>(
-    fds: [(BorrowedFd<'_>, bool, bool); N],
-    timeout: Option<Duration>,
-) -> io::Result<[Ready; N]> {
-    let mut pollfds = fds.map(|(fd, read, write)| libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: (if read { libc::POLLIN } else { 0 }) | (if write { libc::POLLOUT } else { 0 }),
-        revents: 0,
-    });
-    let spec = timeout.map(|t| libc::timespec {
-        tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
-        // Below 1e9: fits.
-        tv_nsec: t.subsec_nanos() as libc::c_long,
-    });
-    let spec_ptr = spec.as_ref().map_or(std::ptr::null(), std::ptr::from_ref);
-    // SAFETY: `pollfds` is an array of N valid pollfd; `spec_ptr` is null or points to a timespec
-    // alive for the call; a null signal mask leaves the mask unchanged.
-    let rc = unsafe {
-        libc::ppoll(
-            pollfds.as_mut_ptr(),
-            N as libc::nfds_t,
-            spec_ptr,
-            std::ptr::null(),
-        )
-    };
-    if rc < 0 {
-        let error = io::Error::last_os_error();
-        if error.kind() == io::ErrorKind::Interrupted {
-            return Ok([Ready::default(); N]);
+/// A `ppoll` set of any size, allocated once: the event loop's wait over its ring, its TX
+/// socket and one TCP connection per peer.
+#[derive(Debug, Default)]
+pub struct PollSet {
+    fds: Vec<libc::pollfd>,
+}
+
+impl PollSet {
+    /// An empty set with room for `capacity` descriptors.
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            fds: Vec::with_capacity(capacity),
         }
-        return Err(error);
     }
-    Ok(pollfds.map(|p| Ready {
-        readable: p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0,
-        writable: p.revents & libc::POLLOUT != 0,
-    }))
+
+    /// Empties the set (keeps its memory).
+    pub fn clear(&mut self) {
+        self.fds.clear();
+    }
+
+    /// Adds `fd`, waiting for it to be readable and/or writable; returns its index.
+    pub fn push(&mut self, fd: BorrowedFd<'_>, read: bool, write: bool) -> usize {
+        self.fds.push(libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: (if read { libc::POLLIN } else { 0 }) | (if write { libc::POLLOUT } else { 0 }),
+            revents: 0,
+        });
+        self.fds.len() - 1
+    }
+
+    /// Waits until a descriptor is ready or `timeout` passes (`None`: no timeout), with
+    /// nanosecond resolution (`ppoll`), unlike `poll`'s milliseconds: the emulated link paces
+    /// frames microseconds apart. `EINTR` counts as a timeout. Then [`PollSet::ready`] tells what
+    /// each descriptor showed. Returns whether any descriptor is ready (false: the timeout
+    /// passed).
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<bool> {
+        for p in &mut self.fds {
+            p.revents = 0;
+        }
+        let spec = timeout.map(|t| libc::timespec {
+            tv_sec: libc::time_t::try_from(t.as_secs()).unwrap_or(libc::time_t::MAX),
+            // Below 1e9: fits.
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        });
+        let spec_ptr = spec.as_ref().map_or(std::ptr::null(), std::ptr::from_ref);
+        // SAFETY: `fds` holds `len` valid pollfd; `spec_ptr` is null or points to a timespec
+        // alive for the call; a null signal mask leaves the mask unchanged.
+        let rc = unsafe {
+            libc::ppoll(
+                self.fds.as_mut_ptr(),
+                self.fds.len() as libc::nfds_t,
+                spec_ptr,
+                std::ptr::null(),
+            )
+        };
+        if rc < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(error);
+        }
+        Ok(rc > 0)
+    }
+
+    /// What descriptor `index` showed in the last [`PollSet::wait`].
+    #[must_use]
+    pub fn ready(&self, index: usize) -> Ready {
+        self.fds.get(index).map_or(Ready::default(), |p| Ready {
+            readable: p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0,
+            writable: p.revents & libc::POLLOUT != 0,
+        })
+    }
 }
 
 /// Sets this thread's timer slack (`PR_SET_TIMERSLACK`): by default the kernel may extend a
@@ -134,21 +169,23 @@ mod tests {
     }
 
     #[test]
-    fn wait_times_out_and_sees_readiness() {
+    fn poll_set_times_out_and_sees_readiness() {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut set = PollSet::with_capacity(2);
+        set.push(a.as_fd(), true, false);
         let start = std::time::Instant::now();
-        let ready = wait([(a.as_fd(), true, false)], Some(Duration::from_micros(300))).unwrap();
-        assert!(!ready[0].readable);
+        assert!(!set.wait(Some(Duration::from_micros(300))).unwrap());
         assert!(start.elapsed() >= Duration::from_micros(300));
+        assert!(!set.ready(0).readable);
         b.send_to(b"x", a.local_addr().unwrap()).unwrap();
-        let ready = wait(
-            [(a.as_fd(), true, false), (b.as_fd(), false, true)],
-            Some(Duration::from_secs(5)),
-        )
-        .unwrap();
-        assert!(ready[0].readable);
-        assert!(ready[1].writable);
+        set.clear();
+        set.push(a.as_fd(), true, false);
+        set.push(b.as_fd(), false, true);
+        assert!(set.wait(Some(Duration::from_secs(5))).unwrap());
+        assert!(set.ready(0).readable);
+        assert!(set.ready(1).writable);
+        assert_eq!(set.ready(7), Ready::default());
         set_timer_slack(Duration::from_nanos(1)).unwrap();
     }
 }

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    float, num, read_pcap, read_pcap_truncated, send_frame, serial, tshark_fields, Capture, Lab,
+    float, num, read_pcap, read_pcap_truncated, send_frame, serial, tshark_fields, Capture, Fabric,
+    Lab,
 };
 use headroom_wire::ethernet::{parse_l2, EtherType, MacAddress};
 use headroom_wire::mac_control::{MacControlRepr, PfcRepr, FRAME_LEN};
@@ -55,7 +56,8 @@ fn write_bw_completes_without_retransmissions_and_reports_exactly() {
     assert_eq!(num(&server, "peer.bw.0.iterations"), 300);
     assert_eq!(client["role"], "client");
     assert_eq!(server["role"], "server");
-    assert_eq!(client["local"]["qps"][0], server["remote"]["qps"][0]);
+    assert_eq!(client["local"]["qps"][0], server["remote"][0]["qps"][0]);
+    assert_eq!(server["local"]["qps"][0], client["remote"][0]["qps"][0]);
     println!(
         "write_bw 300 x 64 KiB: average {avg:.2} MB/s, peak {peak:.2} MB/s; client CPU {} ms \
          in {} ms",
@@ -552,4 +554,66 @@ fn tagged_traffic_carries_pcp_3() {
             verify_icrc_frame(&frame).expect("ICRC of a tagged frame");
         }
     }
+}
+
+#[test]
+fn one_server_takes_several_clients_at_once() {
+    let _serial = serial();
+    // Three hosts on a bridge: two clients write to the third (an incast of two).
+    let fabric = Fabric::new(3);
+    let server_host = &fabric.hosts[2];
+    let server = fabric.rocegen(
+        2,
+        &["write_bw", "-d", &server_host.ifname, "--clients", "2"],
+    );
+    let clients: Vec<_> = (0..2)
+        .map(|i| {
+            fabric.rocegen(
+                i,
+                &[
+                    "write_bw",
+                    "-d",
+                    &fabric.hosts[i].ifname,
+                    &server_host.ip,
+                    "-q",
+                    "2",
+                    "-n",
+                    "40",
+                    "-s",
+                    "16384",
+                ],
+            )
+        })
+        .collect();
+    let clients: Vec<Value> = clients
+        .into_iter()
+        .map(|c| c.finish(common::RUN_DEADLINE).json())
+        .collect();
+    let server = server.finish(common::RUN_DEADLINE).json();
+    for (i, client) in clients.iter().enumerate() {
+        assert_eq!(num(client, "bw.0.iterations"), 80, "client {i}");
+        assert_eq!(
+            num(client, "counters.retransmitted_packets"),
+            0,
+            "client {i}"
+        );
+        assert_eq!(client["peer"]["role"], "server");
+        assert_eq!(client["remote"][0]["ip"], server_host.ip);
+    }
+    // One NIC with 4 QPs (2 per client), every message of both clients delivered.
+    assert_eq!(server["qp"].as_array().map(Vec::len), Some(4));
+    assert_eq!(server["remote"].as_array().map(Vec::len), Some(2));
+    assert_eq!(num(&server, "counters.messages_delivered"), 160);
+    assert_eq!(
+        num(&server, "counters.payload_bytes_delivered"),
+        160 * 16_384
+    );
+    assert_eq!(num(&server, "counters.out_of_sequence_packets"), 0);
+    assert_eq!(server["peers"].as_array().map(Vec::len), Some(2));
+    assert!(server["peer"].is_null(), "peer is for the one-client case");
+    println!(
+        "incast of 2: {:.1} + {:.1} MB/s into one 1 Gb/s port",
+        float(&clients[0], "bw.0.bw_average_mb_per_sec"),
+        float(&clients[1], "bw.0.bw_average_mb_per_sec")
+    );
 }

@@ -34,15 +34,13 @@ fn t(nanos: u64) -> Instant {
 }
 
 fn config(local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
-    let (local_mac, peer_mac, local_ip, peer_ip) = if local {
-        (MAC_A, MAC_B, IP_A, IP_B)
-    } else {
-        (MAC_B, MAC_A, IP_B, IP_A)
-    };
+    let (local_mac, local_ip) = if local { (MAC_A, IP_A) } else { (MAC_B, IP_B) };
     let qps = (0..qps as u32)
         .map(|i| {
             let (a, b) = (
                 QpConfig {
+                    peer_mac: MAC_B,
+                    peer_ip: IP_B,
                     local_qpn: QPN_A + i,
                     remote_qpn: QPN_B + i,
                     send_psn: PSN_A,
@@ -51,6 +49,8 @@ fn config(local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
                     remote_rkey: 0xBEEF,
                 },
                 QpConfig {
+                    peer_mac: MAC_A,
+                    peer_ip: IP_A,
                     local_qpn: QPN_B + i,
                     remote_qpn: QPN_A + i,
                     send_psn: PSN_B,
@@ -68,9 +68,7 @@ fn config(local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
         .collect();
     NicConfig {
         local_mac,
-        peer_mac,
         local_ip,
-        peer_ip,
         vlan_id: None,
         data_dscp: 26,
         data_priority: 3,

@@ -201,6 +201,109 @@ impl Drop for Lab {
     }
 }
 
+/// `hosts` namespaces, each with one veth to a Linux bridge in a "switch" namespace, addresses
+/// 10.x.y.(i+1)/24. Deleted on drop. (A plain learning bridge: it forwards RoCE; it does not
+/// forward PFC frames, 802.1D reserved addresses.)
+#[derive(Debug)]
+pub struct Fabric {
+    pub ns_switch: String,
+    pub hosts: Vec<FabricHost>,
+}
+
+/// One host of a [`Fabric`].
+#[derive(Debug)]
+pub struct FabricHost {
+    pub ns: String,
+    pub ifname: String,
+    pub ip: String,
+}
+
+impl Fabric {
+    pub fn new(hosts: usize) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        assert!(
+            is_root(),
+            "these tests need root (network namespaces, veth pairs, AF_PACKET); they fail rather \
+             than skip. Run them as root."
+        );
+        require_tool("ip", "-V", "iproute2");
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let tag = format!("{}{}", pid % 100_000, n);
+        let mut fabric = Self {
+            ns_switch: format!("rgf-{tag}-sw"),
+            hosts: Vec::new(),
+        };
+        run("ip", &["netns", "add", &fabric.ns_switch]);
+        let sw = fabric.ns_switch.clone();
+        run("ip", &["-n", &sw, "link", "add", "br0", "type", "bridge"]);
+        run("ip", &["-n", &sw, "link", "set", "br0", "up"]);
+        for i in 0..hosts {
+            let host = FabricHost {
+                ns: format!("rgf-{tag}-h{i}"),
+                ifname: format!("rgh{tag}{i}"),
+                ip: format!("10.{}.{}.{}", 200 + pid % 50, n % 250, i + 1),
+            };
+            let port = format!("rgs{tag}{i}");
+            run("ip", &["netns", "add", &host.ns]);
+            // Registered before the links exist, so that Drop removes a half-built host too.
+            fabric.hosts.push(host);
+            let host = fabric.hosts.last().expect("just pushed");
+            run(
+                "ip",
+                &[
+                    "link",
+                    "add",
+                    &host.ifname,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &port,
+                ],
+            );
+            run("ip", &["link", "set", &host.ifname, "netns", &host.ns]);
+            run("ip", &["link", "set", &port, "netns", &sw]);
+            run("ip", &["-n", &sw, "link", "set", &port, "master", "br0"]);
+            run("ip", &["-n", &sw, "link", "set", &port, "up"]);
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &host.ns,
+                    "addr",
+                    "add",
+                    &format!("{}/24", host.ip),
+                    "dev",
+                    &host.ifname,
+                ],
+            );
+            run("ip", &["-n", &host.ns, "link", "set", &host.ifname, "up"]);
+            run("ip", &["-n", &host.ns, "link", "set", "lo", "up"]);
+        }
+        fabric
+    }
+
+    /// Starts rocegen in host `i` with `args` (`--json` added).
+    pub fn rocegen(&self, i: usize, args: &[&str]) -> Proc {
+        let host = &self.hosts[i];
+        let mut full = args.to_vec();
+        full.push("--json");
+        Proc::spawn(Lab::command(&host.ns, env!("CARGO_BIN_EXE_rocegen"), &full))
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        for host in &self.hosts {
+            let _ = Command::new("ip").args(["netns", "del", &host.ns]).output();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.ns_switch])
+            .output();
+    }
+}
+
 /// A child process, killed (by its own id) if still running when dropped.
 pub struct Proc {
     child: Option<Child>,
