@@ -601,6 +601,9 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
         }
         other => other,
     };
+    if duration_s.is_some() && test == TestKind::WriteLat {
+        return Err("write_lat runs a number of iterations (-n), not a duration".into());
+    }
     if duration_s.is_some() && args.all {
         return Err("--all runs a number of iterations per size; it cannot take --duration".into());
     }
@@ -829,6 +832,8 @@ mod tests {
             &["write_bw", "-d", "e", "--pcp", "8"],
             &["write_bw", "-d", "e", "--drop-every", "0"],
             &["write_lat", "-d", "e", "-q", "2"],
+            &["write_lat", "-d", "e", "-D", "1"],
+            &["write_bw", "-d", "e", "10.0.0.1", "--clients", "2"],
             &["write_bw"],
         ] {
             assert!(parse(line).is_err(), "{line:?}");

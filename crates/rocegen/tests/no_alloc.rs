@@ -163,7 +163,11 @@ impl Pair {
             self.a.handle_frame(now, &self.pfc);
         }
         for (wire, nic) in [(&mut self.to_a, &mut self.a), (&mut self.to_b, &mut self.b)] {
-            while wire.in_flight.front().is_some_and(|&(at, _, _)| at <= self.now) {
+            while wire
+                .in_flight
+                .front()
+                .is_some_and(|&(at, _, _)| at <= self.now)
+            {
                 let (_, len, index) = wire.in_flight.pop_front().unwrap();
                 nic.handle_frame(now, &wire.buffers[index][..len]);
                 wire.free.push(index);
@@ -195,8 +199,14 @@ impl Pair {
         let next = [
             self.a.poll_timeout(now),
             self.b.poll_timeout(now),
-            self.to_a.in_flight.front().map(|f| Instant::from_nanos(f.0)),
-            self.to_b.in_flight.front().map(|f| Instant::from_nanos(f.0)),
+            self.to_a
+                .in_flight
+                .front()
+                .map(|f| Instant::from_nanos(f.0)),
+            self.to_b
+                .in_flight
+                .front()
+                .map(|f| Instant::from_nanos(f.0)),
         ]
         .into_iter()
         .flatten()
