@@ -278,6 +278,16 @@ impl Requester {
         self.messages.is_empty()
     }
 
+    /// Whether [`Requester::poll_transmit`] would hand out a packet now: the QP is ready, a posted
+    /// packet is waiting to be sent (or resent) and the window has room. Lets a driver that paces
+    /// packets decide when to send before taking one (taking a packet assigns its PSN).
+    #[must_use]
+    pub fn can_transmit(&self) -> bool {
+        self.state == RequesterState::Ready
+            && self.next < self.posted_end
+            && self.next - self.una < u64::from(self.cfg.window_packets)
+    }
+
     /// Posts an RDMA WRITE of `len` bytes to (`va`, `rkey`).
     pub fn post_write(
         &mut self,

@@ -196,6 +196,13 @@ impl Responder {
         self.msn
     }
 
+    /// The ACK or NAK [`Responder::poll_ack`] would hand out, left in place: a driver that paces
+    /// its link looks before it sends, so that later packets can still coalesce into the response.
+    #[must_use]
+    pub fn peek_ack(&self) -> Option<&AckDescriptor> {
+        self.response.as_ref()
+    }
+
     /// The ACK or NAK to send, if any.
     pub fn poll_ack(&mut self) -> Option<AckDescriptor> {
         let response = self.response.take()?;

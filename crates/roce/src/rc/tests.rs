@@ -154,7 +154,11 @@ impl Net {
         self.req.handle_timeout(now);
         let mut sent_now = 0;
         while sent_now < self.burst {
-            let Some(packet) = self.req.poll_transmit(now) else {
+            // `can_transmit` predicts `poll_transmit` exactly.
+            let can_transmit = self.req.can_transmit();
+            let polled = self.req.poll_transmit(now);
+            assert_eq!(can_transmit, polled.is_some(), "can_transmit at {now:?}");
+            let Some(packet) = polled else {
                 break;
             };
             sent_now += 1;
@@ -168,7 +172,11 @@ impl Net {
             let (_, packet) = self.data.pop_front().unwrap();
             let outcome = self.resp.handle_packet(&RxPacket::from(&packet));
             self.outcomes.push((packet.psn, outcome));
-            while let Some(ack) = self.resp.poll_ack() {
+            while let Some(peeked) = self.resp.peek_ack().copied() {
+                // `peek_ack` shows exactly what `poll_ack` then takes.
+                let ack = self.resp.poll_ack().unwrap();
+                assert_eq!(ack, peeked);
+                assert_eq!(self.resp.peek_ack(), None);
                 self.responses.push(ack);
                 if !drop_ack(&ack) {
                     self.acks.push_back((self.now + self.latency_ns, ack));

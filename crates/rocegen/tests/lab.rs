@@ -1,0 +1,619 @@
+//! rocegen end to end: a client and a server in two network namespaces joined by a veth pair,
+//! traffic through AF_PACKET, checked from both reports, from tcpdump captures (decoded by
+//! tshark and by our own ICRC check) and against PFC frames injected from a third socket.
+//!
+//! Needs root, iproute2, tcpdump and tshark; fails (never skips) without them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::{
+    float, num, read_pcap, read_pcap_truncated, send_frame, serial, tshark_fields, Capture, Fabric,
+    Lab,
+};
+use headroom_wire::ethernet::{parse_l2, EtherType, MacAddress};
+use headroom_wire::mac_control::{MacControlRepr, PfcRepr, FRAME_LEN};
+use headroom_wire::roce::{parse_rocev2, verify_icrc_frame, Opcode};
+use serde_json::Value;
+
+const PORT: u16 = 18_515;
+
+#[test]
+fn write_bw_completes_without_retransmissions_and_reports_exactly() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let (client, server) = lab.pair("write_bw", &[], &["-n", "300", "-s", "65536"]);
+    // The perftest table, exactly.
+    assert_eq!(num(&client, "bw.0.bytes"), 65_536);
+    assert_eq!(num(&client, "bw.0.iterations"), 300);
+    let avg = float(&client, "bw.0.bw_average_mb_per_sec");
+    let peak = float(&client, "bw.0.bw_peak_mb_per_sec");
+    // The 1 Gb/s emulated link carries at most 1024 payload bytes per 1106 wire bytes:
+    // 110.4 MB/s (2^20). Nothing can beat it; a loaded host may fall short of it.
+    assert!(
+        avg > 1.0 && avg <= peak && peak <= 110.5,
+        "avg {avg} peak {peak}"
+    );
+    assert_eq!(num(&client, "counters.messages_completed"), 300);
+    assert_eq!(num(&client, "counters.retransmitted_packets"), 0);
+    assert_eq!(num(&client, "counters.retransmission_timeouts"), 0);
+    assert_eq!(num(&client, "counters.naks_received"), 0);
+    assert_eq!(num(&client, "counters.data_packets_sent"), 300 * 64);
+    // The server received it all, in order, intact.
+    assert_eq!(num(&server, "counters.messages_delivered"), 300);
+    assert_eq!(
+        num(&server, "counters.payload_bytes_delivered"),
+        300 * 65_536
+    );
+    assert_eq!(num(&server, "counters.out_of_sequence_packets"), 0);
+    assert_eq!(num(&server, "counters.icrc_errors"), 0);
+    assert_eq!(num(&server, "counters.rx_payload_mismatch"), 0);
+    assert_eq!(num(&server, "bw.0.iterations"), 300);
+    // Each side carries the other's report.
+    assert_eq!(num(&client, "peer.counters.messages_delivered"), 300);
+    assert_eq!(num(&server, "peer.bw.0.iterations"), 300);
+    assert_eq!(client["role"], "client");
+    assert_eq!(server["role"], "server");
+    assert_eq!(client["local"]["qps"][0], server["remote"][0]["qps"][0]);
+    assert_eq!(server["local"]["qps"][0], client["remote"][0]["qps"][0]);
+    println!(
+        "write_bw 300 x 64 KiB: average {avg:.2} MB/s, peak {peak:.2} MB/s; client CPU {} ms \
+         in {} ms",
+        (num(&client, "driver.cpu_user_ns") + num(&client, "driver.cpu_system_ns")) / 1_000_000,
+        num(&client, "driver.wall_ns") / 1_000_000
+    );
+}
+
+#[test]
+fn a_slow_link_leaves_the_cpu_idle() {
+    let _serial = serial();
+    let lab = Lab::new();
+    // 10 Mb/s: a 1106-byte wire frame every 885 us. The loop must sleep between frames.
+    let (client, server) = lab.pair(
+        "write_bw",
+        &["--link-speed", "10M"],
+        &["-n", "12", "-s", "65536", "--link-speed", "10M"],
+    );
+    let avg = float(&client, "bw.0.bw_average_mb_per_sec");
+    // 10 Mb/s carries at most 1024/1106 of it as payload: 1.104 MB/s (2^20).
+    assert!(avg <= 1.105 && avg > 0.5, "average {avg} MB/s");
+    for (who, report) in [("client", &client), ("server", &server)] {
+        let cpu = num(report, "driver.cpu_user_ns") + num(report, "driver.cpu_system_ns");
+        let wall = num(report, "driver.wall_ns");
+        // Sending 768 frames costs a few ms of CPU; the run lasts about 0.7 s. A loop that
+        // polled instead of sleeping would use the whole wall time.
+        assert!(
+            cpu * 5 < wall,
+            "{who}: {} ms of CPU in {} ms",
+            cpu / 1_000_000,
+            wall / 1_000_000
+        );
+        println!(
+            "{who}: {:.1} ms of CPU in {} ms ({} waits)",
+            cpu as f64 / 1e6,
+            wall / 1_000_000,
+            num(report, "driver.waits")
+        );
+    }
+}
+
+#[test]
+fn several_qps_and_all_sizes_and_write_lat() {
+    let _serial = serial();
+    let lab = Lab::new();
+    // -q 4: iterations are per QP, reported for all (perftest).
+    let (client, server) = lab.pair("write_bw", &[], &["-q", "4", "-n", "50", "-s", "8192"]);
+    assert_eq!(num(&client, "bw.0.iterations"), 200);
+    assert_eq!(num(&server, "counters.messages_delivered"), 200);
+    let sports: Vec<u64> = (0..4)
+        .map(|i| num(&client, &format!("qp.{i}.udp_sport")))
+        .collect();
+    assert!(sports.iter().all(|&p| p >= 0xC000));
+    for qp in 0..4 {
+        assert_eq!(num(&client, &format!("qp.{qp}.messages_completed")), 50);
+    }
+    // -a: one row per size, 2 .. 2^23.
+    let (client, _) = lab.pair("write_bw", &[], &["-a", "-n", "2"]);
+    let rows = client["bw"].as_array().expect("rows");
+    assert_eq!(rows.len(), 23);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(num(row, "bytes"), 2 << i);
+        assert_eq!(num(row, "iterations"), 2);
+    }
+    // write_lat: ping-pong, one row with perftest's figures.
+    let (client, server) = lab.pair("write_lat", &[], &["-n", "200", "-s", "64"]);
+    assert_eq!(num(&client, "latency.0.iterations"), 200);
+    assert_eq!(num(&client, "latency.0.bytes"), 64);
+    let min = float(&client, "latency.0.t_min_usec");
+    let typical = float(&client, "latency.0.t_typical_usec");
+    let max = float(&client, "latency.0.t_max_usec");
+    let p99 = float(&client, "latency.0.p99_usec");
+    // Half a round trip includes at least one 64-byte WRITE frame at 1 Gb/s (0.9 us).
+    assert!(
+        0.9 < min && min <= typical && typical <= p99 && p99 <= max,
+        "{client:#}"
+    );
+    assert_eq!(num(&server, "counters.messages_delivered"), 200);
+    assert_eq!(num(&server, "counters.messages_completed"), 200);
+    assert_eq!(num(&client, "counters.retransmitted_packets"), 0);
+    println!("write_lat 64 B: t_min {min:.2} us, t_typical {typical:.2} us, 99% {p99:.2} us");
+}
+
+const FIELDS: &[&str] = &[
+    "frame.number",
+    "frame.protocols",
+    "ip.src",
+    "ip.dsfield.dscp",
+    "ip.dsfield.ecn",
+    "ip.flags.df",
+    "udp.srcport",
+    "udp.dstport",
+    "infiniband.bth.opcode",
+    "infiniband.bth.destqp",
+    "infiniband.bth.psn",
+    "infiniband.bth.a",
+    "infiniband.reth.dmalen",
+    "infiniband.aeth.syndrome",
+    "vlan.priority",
+    "vlan.id",
+    "_ws.expert.severity",
+    "_ws.expert.message",
+    "_ws.malformed",
+];
+
+/// tshark's "Note" expert severity (`epan/proto.h` PI_NOTE).
+const PI_NOTE: u32 = 0x0040_0000;
+
+/// Problems tshark reports on a frame: none allowed, except a Note-level "Unknown OpCode" on a
+/// CNP (Wireshark 4.0 does not know opcode 0x81, `dcqcn-roce.md` §4.5).
+fn expert_problem(row: &BTreeMap<String, String>) -> Option<String> {
+    if !row["_ws.malformed"].is_empty() {
+        return Some(format!("malformed: {row:?}"));
+    }
+    let severities: Vec<u32> = row["_ws.expert.severity"]
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().expect("severity"))
+        .collect();
+    if severities.is_empty() {
+        return None;
+    }
+    let is_cnp = row["infiniband.bth.opcode"] == "129";
+    let tolerated = is_cnp
+        && severities.iter().all(|&s| s <= PI_NOTE)
+        && row["_ws.expert.message"]
+            .split(',')
+            .all(|m| m.to_ascii_lowercase().contains("unknown opcode"));
+    (!tolerated).then(|| format!("expert info: {row:?}"))
+}
+
+#[test]
+fn wire_conformance_tshark_and_icrc() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let pcap = lab.dir.join("conformance.pcap");
+    let capture = Capture::start(&lab.ns_b, &lab.if_b, &pcap, "udp port 4791");
+    // WRITE ONLY (512 B) and FIRST/MIDDLE/LAST (5000 B = 1024 × 4 + 904), with CE marks so that
+    // CNPs are on the wire too, and DSCP 26.
+    let (c1, s1) = lab.pair(
+        "write_bw",
+        &[],
+        &[
+            "-n",
+            "20",
+            "-s",
+            "512",
+            "--tclass",
+            "104",
+            "--mark-ce-every",
+            "7",
+        ],
+    );
+    let (c2, _) = lab.pair(
+        "write_bw",
+        &[],
+        &["-n", "20", "-s", "5000", "--tclass", "104"],
+    );
+    let pcap = capture.stop();
+    let cnps = num(&s1, "counters.cnps_sent");
+    assert!(cnps > 0);
+
+    let rows = tshark_fields(&pcap, FIELDS);
+    let frames = read_pcap(&pcap);
+    assert_eq!(rows.len(), frames.len());
+    let data_expected = 20 + 20 * 5;
+    let mut opcodes: BTreeMap<String, usize> = BTreeMap::new();
+    // Per (sender, destination QP): the PSNs of data packets, in capture order.
+    let mut psns: BTreeMap<(String, String), Vec<u32>> = BTreeMap::new();
+    for (row, (_, frame)) in rows.iter().zip(&frames) {
+        // Every frame is RoCEv2 decoded as InfiniBand over UDP 4791, clean.
+        assert!(row["frame.protocols"].contains("infiniband"), "{row:?}");
+        assert_eq!(row["udp.dstport"], "4791");
+        if let Some(problem) = expert_problem(row) {
+            panic!("frame {}: {problem}", row["frame.number"]);
+        }
+        // Our own ICRC check of every captured frame.
+        verify_icrc_frame(frame)
+            .unwrap_or_else(|e| panic!("frame {}: ICRC {e}", row["frame.number"]));
+        let opcode = row["infiniband.bth.opcode"].clone();
+        *opcodes.entry(opcode.clone()).or_default() += 1;
+        assert_eq!(row["ip.flags.df"], "1");
+        assert!(row["udp.srcport"].parse::<u32>().unwrap() >= 0xC000);
+        match opcode.as_str() {
+            "6" | "7" | "8" | "10" => {
+                assert_eq!(row["ip.src"], lab.ip_a);
+                assert_eq!(row["ip.dsfield.dscp"], "26");
+                let psn: u32 = row["infiniband.bth.psn"].parse().unwrap();
+                psns.entry((row["ip.src"].clone(), row["infiniband.bth.destqp"].clone()))
+                    .or_default()
+                    .push(psn);
+                if opcode == "6" {
+                    assert_eq!(row["infiniband.reth.dmalen"], "5000");
+                }
+                if opcode == "10" {
+                    assert_eq!(row["infiniband.reth.dmalen"], "512");
+                }
+                // ECT(0), or CE where the sender marked it.
+                assert!(
+                    ["2", "3"].contains(&row["ip.dsfield.ecn"].as_str()),
+                    "{row:?}"
+                );
+            }
+            "17" => {
+                assert_eq!(row["ip.src"], lab.ip_b);
+                // ACK with unlimited credits.
+                assert_eq!(row["infiniband.aeth.syndrome"], "31");
+            }
+            "129" => {
+                assert_eq!(row["ip.src"], lab.ip_b);
+                assert_eq!(row["ip.dsfield.dscp"], "48");
+                let h = parse_rocev2(frame).unwrap();
+                assert!(h.bth.becn);
+                assert_eq!(h.bth.opcode, Opcode::Cnp);
+            }
+            other => panic!("unexpected opcode {other}: {row:?}"),
+        }
+    }
+    // The expected packets: 20 ONLY, 20 × (FIRST, 3 MIDDLE, LAST), ACKs, CNPs.
+    assert_eq!(opcodes.get("10"), Some(&20));
+    assert_eq!(opcodes.get("6"), Some(&20));
+    assert_eq!(opcodes.get("7"), Some(&60));
+    assert_eq!(opcodes.get("8"), Some(&20));
+    assert_eq!(opcodes.get("129").copied().unwrap_or(0) as u64, cnps);
+    assert!(opcodes.get("17").copied().unwrap_or(0) >= 40 / 16);
+    // PSNs consecutive (mod 2^24) within each flow, and no retransmission.
+    assert_eq!(psns.len(), 2);
+    let mut data = 0;
+    for ((src, qp), list) in &psns {
+        for pair in list.windows(2) {
+            assert_eq!(
+                pair[1],
+                (pair[0] + 1) & 0x00FF_FFFF,
+                "{src} -> {qp}: {list:?}"
+            );
+        }
+        data += list.len();
+    }
+    assert_eq!(data, data_expected);
+    assert_eq!(num(&c1, "counters.retransmitted_packets"), 0);
+    assert_eq!(num(&c2, "counters.retransmitted_packets"), 0);
+    println!("captured {} frames: {opcodes:?}", frames.len());
+}
+
+#[test]
+fn loss_shows_up_as_retransmissions_and_every_message_completes() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let (client, server) = lab.pair(
+        "write_bw",
+        &["--drop-every", "300"],
+        &["-n", "200", "-s", "65536"],
+    );
+    let dropped = num(&server, "counters.test_dropped");
+    // 200 × 64 packets, every 300th received one dropped (retransmissions count too).
+    assert!(dropped >= 200 * 64 / 300, "{dropped}");
+    let retransmitted = num(&client, "counters.retransmitted_packets");
+    assert!(retransmitted >= dropped, "{retransmitted} < {dropped}");
+    assert!(num(&client, "counters.naks_received") > 0);
+    assert_eq!(
+        num(&client, "counters.naks_received"),
+        num(&server, "counters.naks_sent")
+    );
+    assert!(num(&server, "counters.out_of_sequence_packets") > 0);
+    assert_eq!(num(&client, "bw.0.iterations"), 200);
+    assert_eq!(num(&server, "counters.messages_delivered"), 200);
+    assert_eq!(
+        num(&server, "counters.payload_bytes_delivered"),
+        200 * 65_536
+    );
+    println!("dropped {dropped}, retransmitted {retransmitted}");
+}
+
+/// Sends one PFC frame out of `ifname` in namespace `ns` (the sender's link partner).
+fn inject_pfc(ns: &str, ifname: &str, priority: u8, quanta: u16) {
+    let mut frame = vec![0u8; FRAME_LEN];
+    MacControlRepr::Pfc(PfcRepr::xoff(1 << priority, quanta))
+        .emit_frame(MacAddress([0x02, 0, 0, 0, 0, 0x99]), &mut frame)
+        .expect("emit");
+    send_frame(ns, ifname, &frame);
+}
+
+/// Waits until `ifname` in `ns` has received more than `packets` packets (traffic is flowing).
+fn wait_for_traffic(ns: &str, ifname: &str, packets: u64) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while Lab::if_stat(ns, ifname, "rx_packets") <= packets {
+        assert!(Instant::now() < until, "no traffic on {ifname}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn pfc_frames_pause_the_sender_for_their_quanta() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let pcap = lab.dir.join("pfc.pcap");
+    // Headers are enough here (128 bytes), which keeps tcpdump's work small.
+    let capture = Capture::start_with_snaplen(
+        &lab.ns_b,
+        &lab.if_b,
+        &pcap,
+        "udp port 4791 or ether proto 0x8808",
+        128,
+    );
+    // DSCP 3 (tclass 12) is priority 3 under the default (SONiC AZURE) map.
+    let server = lab.server("write_bw", PORT, &[]);
+    let client = lab.client(
+        "write_bw",
+        PORT,
+        &["-n", "600", "-s", "65536", "--tclass", "12"],
+    );
+    wait_for_traffic(&lab.ns_b, &lab.if_b, 5_000);
+    // The switch side of the link pauses priority 3 for 0xFFFF quanta: 33,553,920 ns at 1 Gb/s.
+    inject_pfc(&lab.ns_b, &lab.if_b, 3, 0xFFFF);
+    let client = client.finish(common::RUN_DEADLINE).json();
+    let server = server.finish(common::RUN_DEADLINE).json();
+    let pcap = capture.stop();
+    let pause_ns = 65_535 * 512;
+
+    // The sender's report: one PFC XOFF on priority 3, paused exactly its quanta, nothing lost.
+    assert_eq!(num(&client, "priority"), 3);
+    assert_eq!(num(&client, "counters.priorities.3.pfc_frames_rx"), 1);
+    assert_eq!(num(&client, "counters.priorities.3.pfc_xoff_rx"), 1);
+    assert_eq!(num(&client, "counters.priorities.3.paused_ns"), pause_ns);
+    assert_eq!(num(&client, "counters.priorities.4.pfc_frames_rx"), 0);
+    assert_eq!(
+        num(&client, "counters.retransmitted_packets"),
+        0,
+        "client {:#}\nserver {:#}",
+        client["counters"],
+        server["counters"]
+    );
+    assert_eq!(num(&server, "counters.messages_delivered"), 600);
+
+    // The capture: the data stream has one gap of the pause length right after the PFC frame.
+    let frames = read_pcap_truncated(&pcap);
+    let pfc_at = frames
+        .iter()
+        .find(|(_, f)| parse_l2(f).is_ok_and(|l2| l2.ethertype == EtherType::MacControl))
+        .map(|(ts, _)| *ts)
+        .expect("the PFC frame is in the capture");
+    // Data frames, from their first 128 bytes (untagged IPv4, UDP 4791, BTH opcode at 42).
+    let data: Vec<u64> = frames
+        .iter()
+        .filter(|(_, f)| {
+            f.len() > 42
+                && f[12..14] == [0x08, 0x00]
+                && f[23] == 17
+                && f[36..38] == 4791u16.to_be_bytes()
+                && matches!(f[42], 6..=8 | 10)
+        })
+        .map(|(ts, _)| *ts)
+        .collect();
+    // How late this host wakes processes: the sender measured its own worst lateness against
+    // the deadlines it slept for. Stopping on the PFC (a wake-up by the frame), resuming at the
+    // end of the pause (a timed wake-up) and a stall just before the PFC arrived can each add
+    // that much to the gap; plus 1 ms for everything else (veth delivery, capture stamps).
+    let lateness = num(&client, "driver.max_wake_lateness_ns");
+    let tolerance = 1_000_000 + 3 * lateness;
+    // The gap the PFC caused: the largest between consecutive data frames that overlaps the
+    // time from the PFC frame to the end of its pause (plus the tolerance).
+    let window = (pfc_at, pfc_at + pause_ns + tolerance);
+    let (gap_start, gap_end) = data
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|&(a, b)| b > window.0 && a < window.1)
+        .max_by_key(|(a, b)| b - a)
+        .expect("data frames around the PFC frame");
+    let gap = gap_end - gap_start;
+    println!(
+        "PFC pause {pause_ns} ns: data gap {gap} ns (+{} us), starting {} us after the PFC \
+         frame; sender's worst wake-up lateness {} us, tolerance {} us",
+        (gap as i64 - pause_ns as i64) / 1_000,
+        (gap_start as i64 - pfc_at as i64) / 1_000,
+        lateness / 1_000,
+        tolerance / 1_000
+    );
+    // Lower bound, exact: the sender cannot resume before the PFC reached it plus the pause;
+    // its last frame before the gap left before it processed the PFC. 100 us covers veth
+    // delivery and capture time stamps.
+    assert!(
+        gap + 100_000 >= pause_ns,
+        "gap {gap} ns shorter than the pause {pause_ns} ns"
+    );
+    // Upper bound: the pause plus the host's scheduling delays (see `tolerance`).
+    assert!(
+        gap <= pause_ns + tolerance,
+        "gap {gap} ns, tolerance {tolerance} ns"
+    );
+    assert!(
+        gap_start.abs_diff(pfc_at) <= tolerance,
+        "gap starts {gap_start}, PFC at {pfc_at}"
+    );
+}
+
+fn cnp_run(lab: &Lab, mode: &str) -> (Value, Value) {
+    lab.pair(
+        "write_bw",
+        &["--dcqcn", mode],
+        &[
+            "-n",
+            "300",
+            "-s",
+            "65536",
+            "--dcqcn",
+            mode,
+            "--mark-ce-every",
+            "20",
+        ],
+    )
+}
+
+#[test]
+fn ce_marks_bring_cnps_and_dcqcn_cuts_the_rate() {
+    let _serial = serial();
+    let lab = Lab::new();
+    for mode in ["paper", "nvidia"] {
+        let (client, server) = cnp_run(&lab, mode);
+        let marked = num(&client, "counters.test_ce_marked");
+        assert!(marked >= 300 * 64 / 20, "{mode}: {marked}");
+        // The receiver saw every mark and answered with CNPs; the sender received them all.
+        assert_eq!(num(&server, "counters.ecn_ce_received"), marked, "{mode}");
+        let cnps = num(&server, "counters.cnps_sent");
+        assert!(cnps > 0, "{mode}");
+        assert!(cnps <= marked, "{mode}: at most one CNP per marked packet");
+        assert_eq!(num(&client, "counters.cnps_received"), cnps, "{mode}");
+        // The RP cut the QP's rate below the 1 Gb/s line rate and the limiter enforced it.
+        assert!(num(&client, "qp.0.rate_cuts") > 0, "{mode}");
+        assert_eq!(num(&client, "qp.0.cnps_handled"), cnps, "{mode}");
+        let min_rate = num(&client, "qp.0.min_rate_bps");
+        if mode == "paper" {
+            // Paper mode cuts at the CNP, with alpha = 1 at first: exactly half the line rate,
+            // and lower with later CNPs.
+            assert!(min_rate <= 500_000_000, "{mode}: min rate {min_rate}");
+        } else {
+            // NVIDIA mode cuts on its 4 us decrease check and recovers on 300 us timers; the
+            // limiter sees the rate when the loop next runs, which a loaded host delays: only
+            // "below line rate" is certain.
+            assert!(min_rate < 1_000_000_000, "{mode}: min rate {min_rate}");
+        }
+        // Congestion control is not loss.
+        assert_eq!(
+            num(&client, "counters.retransmitted_packets"),
+            0,
+            "{mode}: client {:#}\nserver {:#}",
+            client["counters"],
+            server["counters"]
+        );
+        assert_eq!(num(&server, "counters.messages_delivered"), 300, "{mode}");
+        println!(
+            "{mode}: {marked} CE marks, {cnps} CNPs, {} rate cuts, min rate {} Mb/s, average \
+             {:.1} MB/s",
+            num(&client, "qp.0.rate_cuts"),
+            min_rate / 1_000_000,
+            float(&client, "bw.0.bw_average_mb_per_sec")
+        );
+    }
+}
+
+#[test]
+fn tagged_traffic_carries_pcp_3() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let pcap = lab.dir.join("vlan.pcap");
+    // No capture filter: the kernel strips a received tag into metadata before BPF runs, so
+    // neither `udp port 4791` nor `vlan` matches both directions; tshark sorts frames out.
+    let capture = Capture::start(&lab.ns_b, &lab.if_b, &pcap, "");
+    let (client, _) = lab.pair(
+        "write_bw",
+        &["--vlan", "0", "--pcp", "3"],
+        &["-n", "20", "-s", "4096", "--vlan", "0", "--pcp", "3"],
+    );
+    let pcap = capture.stop();
+    assert_eq!(num(&client, "vlan_id"), 0);
+    let rows: Vec<_> = tshark_fields(&pcap, FIELDS)
+        .into_iter()
+        .filter(|r| r["udp.dstport"] == "4791")
+        .collect();
+    let data = rows.iter().filter(|r| r["ip.src"] == lab.ip_a).count();
+    let acks = rows
+        .iter()
+        .filter(|r| r["infiniband.bth.opcode"] == "17")
+        .count();
+    assert_eq!(data, 20 * 4);
+    assert!(acks > 0);
+    for row in &rows {
+        assert_eq!(row["vlan.priority"], "3", "{row:?}");
+        assert_eq!(row["vlan.id"], "0", "{row:?}");
+        assert!(row["frame.protocols"].contains("infiniband"));
+        assert!(expert_problem(row).is_none(), "{row:?}");
+    }
+    for (_, frame) in read_pcap(&pcap) {
+        if parse_rocev2(&frame).is_ok() {
+            verify_icrc_frame(&frame).expect("ICRC of a tagged frame");
+        }
+    }
+}
+
+#[test]
+fn one_server_takes_several_clients_at_once() {
+    let _serial = serial();
+    // Three hosts on a bridge: two clients write to the third (an incast of two).
+    let fabric = Fabric::new(3);
+    let server_host = &fabric.hosts[2];
+    let server = fabric.rocegen(
+        2,
+        &["write_bw", "-d", &server_host.ifname, "--clients", "2"],
+    );
+    let clients: Vec<_> = (0..2)
+        .map(|i| {
+            fabric.rocegen(
+                i,
+                &[
+                    "write_bw",
+                    "-d",
+                    &fabric.hosts[i].ifname,
+                    &server_host.ip,
+                    "-q",
+                    "2",
+                    "-n",
+                    "40",
+                    "-s",
+                    "16384",
+                ],
+            )
+        })
+        .collect();
+    let clients: Vec<Value> = clients
+        .into_iter()
+        .map(|c| c.finish(common::RUN_DEADLINE).json())
+        .collect();
+    let server = server.finish(common::RUN_DEADLINE).json();
+    for (i, client) in clients.iter().enumerate() {
+        assert_eq!(num(client, "bw.0.iterations"), 80, "client {i}");
+        assert_eq!(
+            num(client, "counters.retransmitted_packets"),
+            0,
+            "client {i}"
+        );
+        assert_eq!(client["peer"]["role"], "server");
+        assert_eq!(client["remote"][0]["ip"], server_host.ip);
+    }
+    // One NIC with 4 QPs (2 per client), every message of both clients delivered.
+    assert_eq!(server["qp"].as_array().map(Vec::len), Some(4));
+    assert_eq!(server["remote"].as_array().map(Vec::len), Some(2));
+    assert_eq!(num(&server, "counters.messages_delivered"), 160);
+    assert_eq!(
+        num(&server, "counters.payload_bytes_delivered"),
+        160 * 16_384
+    );
+    assert_eq!(num(&server, "counters.out_of_sequence_packets"), 0);
+    assert_eq!(server["peers"].as_array().map(Vec::len), Some(2));
+    assert!(server["peer"].is_null(), "peer is for the one-client case");
+    println!(
+        "incast of 2: {:.1} + {:.1} MB/s into one 1 Gb/s port",
+        float(&clients[0], "bw.0.bw_average_mb_per_sec"),
+        float(&clients[1], "bw.0.bw_average_mb_per_sec")
+    );
+}
