@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod lab;
 mod logging;
 mod run;
 
@@ -47,6 +48,13 @@ enum Command {
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
     },
+    /// Build a virtual lab on this machine and run the switch on it (needs root).
+    ///
+    /// N host namespaces (P-h0..), each with eth0 at 10.0.0.(i+1)/24 and permanent neighbour
+    /// entries, wired by veth pairs to the switch's ports sw-p0.. in namespace P-sw, with a
+    /// generated configuration at the chosen speed. The switch runs in the foreground; Ctrl-C
+    /// stops it and the lab stays until `headroom lab down`. Running it again is harmless.
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,5 +62,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { config, log_format } => run::run(&config, log_format),
         Command::Check { config } => check::check(&config),
+        Command::Lab(args) => lab::lab(args),
     }
 }
