@@ -145,9 +145,16 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(spec.default_config_path()));
             let (config, warnings) =
-                headroom_config::parse(&generated, &path.display().to_string()).map_err(|e| {
-                    LabError::Refused(format!("the generated configuration is refused:\n{e}"))
-                })?;
+                headroom_config::parse(&generated, &path.display().to_string()).map_err(
+                    |e| match e.errors.iter().find(|d| d.key == "port_defaults.speed") {
+                        Some(d) => {
+                            LabError::Refused(format!("--speed {}: {}", args.speed, d.message))
+                        }
+                        None => LabError::Refused(format!(
+                            "the generated configuration is refused:\n{e}"
+                        )),
+                    },
+                )?;
             print_warnings(&warnings);
             (config, path)
         }
