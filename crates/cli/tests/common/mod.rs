@@ -177,6 +177,14 @@ impl Lab {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Host `i` sends a broadcast frame so that the switch learns its MAC (hosts are silent
+    /// otherwise: permanent neighbours, no IPv6), and traffic to it is not flooded.
+    pub fn announce(&self, i: usize) {
+        RawSocket::open(&self.host_ns(i), lab_config::HOST_DEVICE, 0)
+            .send(&test_frame([0xFF; 6], lab_config::host_mac(i), 0xA11, 60))
+            .expect("announce");
+    }
+
     /// Starts the switch with the generated configuration.
     pub fn start_switch(&self) -> Switch {
         Switch::start(self, None)
@@ -550,17 +558,35 @@ pub fn eventually(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
     }
 }
 
-/// A tcpdump capture in a host namespace, written to a file packet by packet.
+/// Source MAC of the sentinel frame that closes every capture (never used by a host or the
+/// switch).
+pub const SENTINEL_MAC: [u8; 6] = [0x02, 0x5e, 0x47, 0, 0, 0x01];
+
+/// A tcpdump capture of `eth0` in a host namespace, written to a file packet by packet.
+///
+/// tcpdump runs in immediate mode: libpcap then uses a TPACKET_V2 ring, which hands over every
+/// frame at once (its TPACKET_V3 default holds frames in a block until the block fills or a
+/// timeout passes, and frames of an unretired block are lost at SIGINT). To stop without
+/// losing the last frames, [`Capture::stop`] sends a sentinel frame into the host from the
+/// switch's end of the pair (behind everything the switch sent on the same veth, and never seen
+/// by the switch, whose sockets ignore outgoing frames), waits until the sentinel is in the file,
+/// and only then stops tcpdump.
 #[derive(Debug)]
 pub struct Capture {
     process: Option<Background>,
     pub file: PathBuf,
+    switch_ns: String,
+    switch_device: String,
 }
 
 impl Capture {
     /// Starts capturing on `eth0` of host `i` with `filter`; returns once tcpdump listens.
     pub fn start(lab: &Lab, i: usize, filter: &str, file: PathBuf) -> Self {
         let file_arg = file.to_string_lossy().into_owned();
+        let filter = format!(
+            "({filter}) or ether src {}",
+            lab_config::mac_text(SENTINEL_MAC)
+        );
         let command = lab.host_cmd(
             i,
             "tcpdump",
@@ -568,13 +594,14 @@ impl Capture {
                 "-i",
                 lab_config::HOST_DEVICE,
                 "-n",
+                "--immediate-mode",
                 "-U",
                 "-Z",
                 "root",
                 "--time-stamp-precision=micro",
                 "-w",
                 &file_arg,
-                filter,
+                &filter,
             ],
         );
         let process = Background::spawn(command);
@@ -583,14 +610,45 @@ impl Capture {
         Self {
             process: Some(process),
             file,
+            switch_ns: lab.switch_ns(),
+            switch_device: lab_config::switch_device(i),
         }
     }
 
-    /// Stops tcpdump (SIGINT: it flushes and closes the file) and checks it dropped nothing.
+    /// Whether the file holds the sentinel yet (a partly written last record is ignored).
+    fn has_sentinel(&self) -> bool {
+        let Ok(file) = File::open(&self.file) else {
+            return false;
+        };
+        let Ok(mut reader) = pcap_file::pcap::PcapReader::new(BufReader::new(file)) else {
+            return false;
+        };
+        while let Some(Ok(packet)) = reader.next_packet() {
+            if packet.data.get(6..12) == Some(&SENTINEL_MAC[..]) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Stops tcpdump once everything sent to the host so far is in the file, and checks that
+    /// the kernel dropped nothing.
     pub fn stop(&mut self) {
         let Some(mut process) = self.process.take() else {
             return;
         };
+        let sentinel = RawSocket::open(&self.switch_ns, &self.switch_device, 0);
+        let frame = test_frame([0xFF; 6], SENTINEL_MAC, 0x5E47, 60);
+        let arrived = eventually(DEADLINE, || {
+            // Resent until seen: the first may race tcpdump's start-up.
+            let _ = sentinel.send(&frame);
+            self.has_sentinel()
+        });
+        assert!(
+            arrived,
+            "the capture sentinel never reached {}",
+            self.file.display()
+        );
         signal(&process.child, libc::SIGINT);
         let status = wait_deadline(&mut process.child, DEADLINE);
         assert!(status.is_some(), "tcpdump did not stop");
@@ -600,16 +658,24 @@ impl Capture {
         let stderr = process.stderr();
         assert!(finished, "tcpdump printed no statistics: {stderr}");
         assert!(
-            stderr.contains(" 0 packets dropped by kernel"),
+            stderr
+                .lines()
+                .any(|l| l.trim() == "0 packets dropped by kernel"),
             "tcpdump lost packets, the capture is incomplete: {stderr}"
         );
     }
 
     /// Stops the capture and decodes it with tshark: one row of `fields` per frame matching
-    /// `display_filter` (empty: every frame).
+    /// `display_filter` (the sentinel excluded).
     pub fn fields(&mut self, display_filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
         self.stop();
-        tshark_fields(&self.file, display_filter, fields)
+        let not_sentinel = format!("eth.src != {}", lab_config::mac_text(SENTINEL_MAC));
+        let filter = if display_filter.is_empty() {
+            not_sentinel
+        } else {
+            format!("({display_filter}) && {not_sentinel}")
+        };
+        tshark_fields(&self.file, &filter, fields)
     }
 }
 
