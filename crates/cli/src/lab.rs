@@ -395,8 +395,15 @@ fn build(spec: &LabSpec) -> Result<(), LabError> {
         ] {
             sysctl(&host_ns, key, "1")?;
         }
-        // ECN-capable TCP in the hosts (RFC 3168), so that marks at the switch slow senders.
+        // ECN-capable TCP in the hosts (RFC 3168), so that marks at the switch slow senders,
+        // with a congestion control that reacts to them (BBR, which some systems default to,
+        // ignores ECN): CUBIC, or Reno where CUBIC is not in the system's
+        // net.ipv4.tcp_allowed_congestion_control (outside the root namespace only those may be
+        // chosen).
         sysctl(&host_ns, "net.ipv4.tcp_ecn", "1")?;
+        if sysctl(&host_ns, "net.ipv4.tcp_congestion_control", "cubic").is_err() {
+            sysctl(&host_ns, "net.ipv4.tcp_congestion_control", "reno")?;
+        }
         let have_switch_end = link_exists(&switch_ns, &sw_dev);
         let have_host_end = link_exists(&host_ns, HOST_DEVICE);
         if !(have_switch_end && have_host_end) {
