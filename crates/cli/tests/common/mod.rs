@@ -913,8 +913,29 @@ pub fn pause_duration(quanta: u16, speed_bps: u64) -> Duration {
     Duration::from_nanos(u64::from(quanta) * 512 * 1_000_000_000 / speed_bps)
 }
 
+/// SCHED_FIFO priority of the test's traffic generators: below the switch, above everything
+/// ordinary. A generator descheduled for a hundred milliseconds by a compiler on the same CPU
+/// leaves a hole in the "sustained" congestion it is meant to create (seen: an XON in the middle
+/// of a PFC test at load 7).
+const SENDER_RT_PRIORITY: libc::c_int = 5;
+
+/// Makes the calling thread SCHED_FIFO at `priority`.
+fn make_realtime(priority: libc::c_int) {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    assert_eq!(
+        rc,
+        0,
+        "cannot make the traffic generator SCHED_FIFO: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// Sends `frames` in a round robin from a packet socket in `namespace` at `frames_per_second`
-/// until `stop` is set; returns how many were sent. Paced in 1 ms steps.
+/// until `stop` is set; returns how many were sent. Paced in 1 ms steps, SCHED_FIFO.
 pub fn send_paced(
     namespace: &str,
     frames: Vec<Vec<u8>>,
@@ -923,6 +944,7 @@ pub fn send_paced(
 ) -> std::thread::JoinHandle<u64> {
     let socket = RawSocket::open(namespace, lab_config::HOST_DEVICE, 0);
     std::thread::spawn(move || {
+        make_realtime(SENDER_RT_PRIORITY);
         let start = Instant::now();
         let mut sent: u64 = 0;
         while !stop.load(Ordering::Relaxed) {
