@@ -196,9 +196,12 @@ fn refuses_bad_arguments_before_building_anything() {
     for (args, expected) in [
         (&["--hosts", "1"][..], "--hosts"),
         (&["--hosts", "65"][..], "--hosts"),
-        (&["--speed", "fast"][..], "speed"),
-        (&["--speed", "0"][..], "speed"),
-        (&["--prefix", "Bad/Name"][..], "--prefix"),
+        (
+            &["--speed", "fast"][..],
+            "--speed fast: \"fast\" is not a speed",
+        ),
+        (&["--speed", "0"][..], "--speed 0: 0 Mb/s is out of range"),
+        (&["--speed", "1\"G"][..], "--speed"),
     ] {
         let out = Command::new(HEADROOM)
             .args(["lab", "up", "--no-switch", "--prefix", "e2e-badargs"])
@@ -207,7 +210,20 @@ fn refuses_bad_arguments_before_building_anything() {
             .expect("headroom");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("headroom lab: "), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    for prefix in ["Bad", "a/b", "", "abcdefghijklmnopq"] {
+        let out = Command::new(HEADROOM)
+            .args(["lab", "up", "--no-switch", "--prefix", prefix])
+            .output()
+            .expect("headroom");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{prefix:?}: {stderr}");
+        assert!(
+            stderr.contains("headroom lab: --prefix"),
+            "{prefix:?}: {stderr}"
+        );
     }
     assert!(!ns_exists("e2e-badargs-sw"));
 }

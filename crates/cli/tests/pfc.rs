@@ -328,9 +328,22 @@ fn pfc_in_pauses_exactly_that_priority_for_the_quanta_time_and_xon_resumes() {
         "priority 3 resumed after {gap:.4} s, before the {pause1:.4} s pause ended"
     );
     // Upper bound: scheduling delay of the lcore on this shared machine (seen: up to 14 ms).
+    let timeline: Vec<String> = seen
+        .iter()
+        .filter_map(|s| match *s {
+            Seen::Data { time_s, dscp } if time_s > t1 - 0.005 && time_s < resumed + 0.005 => {
+                Some(format!("{:.4}:{dscp}", time_s - t1))
+            }
+            Seen::Pfc { time_s, quanta3 } => Some(format!("{:.4}:PFC{quanta3}", time_s - t1)),
+            Seen::Data { .. } => None,
+        })
+        .collect();
     assert!(
         gap <= pause1 + 0.030,
-        "priority 3 resumed only after {gap:.4} s (pause {pause1:.4} s)"
+        "priority 3 resumed only after {gap:.4} s (pause {pause1:.4} s)\n{}\n{}\narrivals \
+         (s after the PFC frame: DSCP): {timeline:?}",
+        report.text,
+        report.log
     );
     // The other priorities kept flowing meanwhile: about one frame per ms each.
     let paused_ms = (gap - in_flight) * 1e3;

@@ -430,7 +430,9 @@ impl Switch {
             !err.contains("were not all returned to the pool"),
             "the switch leaked frame buffers:\n{err}"
         );
-        Report::parse(&out)
+        let mut report = Report::parse(&out);
+        report.log = err;
+        report
     }
 }
 
@@ -468,7 +470,10 @@ impl PortReport {
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     pub ports: BTreeMap<String, PortReport>,
+    /// The report as printed.
     pub text: String,
+    /// What the switch logged (stderr): events such as watchdog detections.
+    pub log: String,
 }
 
 impl Report {
@@ -554,6 +559,7 @@ impl Report {
         Self {
             ports,
             text: text.to_owned(),
+            log: String::new(),
         }
     }
 
