@@ -3,6 +3,7 @@
 
 mod check;
 mod client;
+mod lab;
 mod logging;
 mod metrics;
 mod run;
@@ -99,6 +100,13 @@ enum Command {
         #[command(flatten)]
         args: top::TopArgs,
     },
+    /// Build a virtual lab on this machine and run the switch on it (needs root).
+    ///
+    /// N host namespaces (P-h0..), each with eth0 at 10.0.0.(i+1)/24 and permanent neighbour
+    /// entries, wired by veth pairs to the switch's ports sw-p0.. in namespace P-sw, with a
+    /// generated configuration at the chosen speed. The switch runs in the foreground; Ctrl-C
+    /// stops it and the lab stays until `headroom lab down`. Running it again is harmless.
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -112,5 +120,6 @@ fn main() -> ExitCode {
         Command::Config { target, command } => client::config(&target, command),
         Command::Capture { target, args } => client::capture(&target, &args),
         Command::Top { target, args } => top::top(&target, &args),
+        Command::Lab(args) => lab::lab(args),
     }
 }

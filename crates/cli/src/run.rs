@@ -252,4 +252,29 @@ fn print_counters(shared: &Shared, config: &Config) {
             println!();
         }
     }
+    // Per queue: frames marked CE (RFC 3168), then every non-zero drop reason by stable name.
+    print!("\n{:<12}", "ECN marked");
+    for q in 0..PRIORITY_COUNT {
+        print!(" {:>8}", format!("UC{q}"));
+    }
+    println!();
+    let stats: Vec<_> = (0..config.ports.len())
+        .map(|i| shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now))
+        .collect();
+    for (port, s) in config.ports.iter().zip(&stats) {
+        print!("{:<12}", port.name);
+        for q in &s.queues {
+            print!(" {:>8}", q.ecn_marked);
+        }
+        println!();
+    }
+    println!("\n{:<12} {:<28} {:>12}", "Drops", "Reason", "Frames");
+    for (port, s) in config.ports.iter().zip(&stats) {
+        for reason in headroom_core::counters::DropReason::ALL {
+            let n = s.drops[reason.index()];
+            if n > 0 {
+                println!("{:<12} {:<28} {:>12}", port.name, reason.name(), n);
+            }
+        }
+    }
 }
