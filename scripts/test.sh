@@ -15,6 +15,7 @@ say() { printf '\n==> %s\n' "$*"; }
 # --- 1. what the machine needs ------------------------------------------------------------------
 apt_packages=(
     tshark tcpdump iproute2 iperf3 ethtool procps kmod   # lab and conformance tests
+    iputils-ping util-linux coreutils                    # ping, chrt/setpriv, nice in the lab tests
     libdpdk-dev dpdk-dev pkg-config clang libclang-dev   # the DPDK backend and its bindings
     prometheus                                           # promtool, to check our metrics exposition
     python3 jq                                           # helper scripts
@@ -36,7 +37,7 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for tool in cargo rustc tshark tcpdump ip pkg-config; do
+for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool; do
     command -v "$tool" >/dev/null || { echo "scripts/test.sh: $tool is still missing after install" >&2; exit 1; }
 done
 pkg-config --atleast-version=22.11 libdpdk || { echo "scripts/test.sh: DPDK >= 22.11 not found by pkg-config (libdpdk-dev)" >&2; exit 1; }

@@ -17,7 +17,12 @@ pub(crate) fn init(format: Format, level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colours only on a terminal (and never with NO_COLOR): log files and pipes get plain text.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none(),
+        );
     let result = match format {
         Format::Text => builder.try_init(),
         Format::Json => builder.json().flatten_event(true).try_init(),

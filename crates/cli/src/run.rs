@@ -5,7 +5,7 @@ use crate::logging;
 use headroom_afpacket::AfPacketConfig;
 use headroom_config::{Config, Driver, LogFormat};
 use headroom_core::shared::Shared;
-use headroom_core::types::{PortId, PRIORITY_COUNT};
+use headroom_core::types::PRIORITY_COUNT;
 use headroom_io::pool::{FramePool, PoolConfig};
 use headroom_runtime::backend::{AfPacketBackend, Backend, MemoryBackend};
 use headroom_runtime::control::{ControlAction, ControlPlane};
@@ -204,7 +204,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
     }
     tracing::info!("stopping: draining queues");
     let shared = running.stop();
-    print_counters(&shared, control.config());
+    print_counters(&shared, &control);
     drop(shared);
     if !pool_full(&backend) {
         tracing::error!("frame buffers were not all returned to the pool");
@@ -218,16 +218,24 @@ fn restart(config: &Config, backend: &mut AnyBackend) -> Result<Running, String>
     start_any(config, backend)
 }
 
-/// Prints the final counters, one line per port, then PFC per priority (SONiC pfcstat layout).
-fn print_counters(shared: &Shared, config: &Config) {
-    let now = headroom_core::time::Instant::MAX;
-    println!(
+/// Prints the final counters since start (previous dataplanes of reconfigurations included):
+/// one line per port, PFC per priority (SONiC pfcstat layout), ECN marks per queue, drops by
+/// reason.
+fn print_counters(shared: &Shared, control: &ControlPlane) {
+    use std::fmt::Write as _;
+    let config = control.config();
+    let stats: Vec<_> = (0..config.ports.len())
+        .map(|i| control.final_stats(shared, i))
+        .collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "{:<12} {:>12} {:>12} {:>12} {:>12} {:>10}",
         "Port", "RX frames", "TX frames", "RX bytes", "TX bytes", "Drops"
     );
-    for (i, port) in config.ports.iter().enumerate() {
-        let s = shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now);
-        println!(
+    for (port, s) in config.ports.iter().zip(&stats) {
+        let _ = writeln!(
+            out,
             "{:<12} {:>12} {:>12} {:>12} {:>12} {:>10}",
             port.name,
             s.rx_frames,
@@ -238,43 +246,40 @@ fn print_counters(shared: &Shared, config: &Config) {
         );
     }
     for (title, rx) in [("Port Rx", true), ("Port Tx", false)] {
-        print!("\n{title:<12}");
+        let _ = write!(out, "\n{title:<12}");
         for p in 0..PRIORITY_COUNT {
-            print!(" {:>8}", format!("PFC{p}"));
+            let _ = write!(out, " {:>8}", format!("PFC{p}"));
         }
-        println!();
-        for (i, port) in config.ports.iter().enumerate() {
-            let s = shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now);
-            print!("{:<12}", port.name);
+        let _ = writeln!(out);
+        for (port, s) in config.ports.iter().zip(&stats) {
+            let _ = write!(out, "{:<12}", port.name);
             for p in 0..PRIORITY_COUNT {
-                print!(" {:>8}", if rx { s.pfc_rx[p] } else { s.pfc_tx[p] });
+                let _ = write!(out, " {:>8}", if rx { s.pfc_rx[p] } else { s.pfc_tx[p] });
             }
-            println!();
+            let _ = writeln!(out);
         }
     }
     // Per queue: frames marked CE (RFC 3168), then every non-zero drop reason by stable name.
-    print!("\n{:<12}", "ECN marked");
+    let _ = write!(out, "\n{:<12}", "ECN marked");
     for q in 0..PRIORITY_COUNT {
-        print!(" {:>8}", format!("UC{q}"));
+        let _ = write!(out, " {:>8}", format!("UC{q}"));
     }
-    println!();
-    let stats: Vec<_> = (0..config.ports.len())
-        .map(|i| shared.port_stats(PortId(u16::try_from(i).unwrap_or(u16::MAX)), now))
-        .collect();
+    let _ = writeln!(out);
     for (port, s) in config.ports.iter().zip(&stats) {
-        print!("{:<12}", port.name);
+        let _ = write!(out, "{:<12}", port.name);
         for q in &s.queues {
-            print!(" {:>8}", q.ecn_marked);
+            let _ = write!(out, " {:>8}", q.ecn_marked);
         }
-        println!();
+        let _ = writeln!(out);
     }
-    println!("\n{:<12} {:<28} {:>12}", "Drops", "Reason", "Frames");
+    let _ = writeln!(out, "\n{:<12} {:<28} {:>12}", "Drops", "Reason", "Frames");
     for (port, s) in config.ports.iter().zip(&stats) {
         for reason in headroom_core::counters::DropReason::ALL {
             let n = s.drops[reason.index()];
             if n > 0 {
-                println!("{:<12} {:<28} {:>12}", port.name, reason.name(), n);
+                let _ = writeln!(out, "{:<12} {:<28} {:>12}", port.name, reason.name(), n);
             }
         }
     }
+    crate::client::emit(format_args!("{out}"));
 }

@@ -243,6 +243,14 @@ impl ControlPlane {
             .plus(&self.base[port])
     }
 
+    /// Counters of `port` since start from a stopped dataplane's final state.
+    #[must_use]
+    pub fn final_stats(&self, shared: &Shared, port: usize) -> PortStats {
+        shared
+            .port_stats(port_id(port), headroom_core::time::Instant::MAX)
+            .plus(&self.base[port])
+    }
+
     /// Counters of `port` as operators see them (minus the last clear).
     #[must_use]
     pub fn visible_stats(&self, running: &Running, port: usize) -> PortStats {
