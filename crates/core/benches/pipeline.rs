@@ -24,7 +24,7 @@
 //! transmit work.
 #![forbid(unsafe_code)]
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{black_box, criterion_group, BenchmarkId, Criterion, Throughput};
 use crossbeam_queue::ArrayQueue;
 use headroom_core::buffer::{EgressBuffers, IngressBuffers, PoolBoard};
 use headroom_core::counters::DropReason;
@@ -138,7 +138,8 @@ fn new_pool() -> Pool {
 
 /// The MAC address of the one host behind `port`.
 fn host_mac(port: usize) -> [u8; 6] {
-    [0x02, 0xbb, 0, 0, 0, u8::try_from(port + 1).unwrap_or(u8::MAX)]
+    let last = u8::try_from(port + 1).unwrap_or(u8::MAX);
+    [0x02, 0xbb, 0, 0, 0, last]
 }
 
 /// Where frame `j` of a burst received on `port` goes: another port, and a traffic class.
@@ -247,8 +248,10 @@ impl HeadroomRig {
         // Pre-learn every host (the first round floods, since nothing is known yet).
         for p in 0..PORTS {
             let h = header(host_mac(p), [0xff; 6], 0, 64);
-            rig.rx.push(PoolFrame::receive(&rig.pool, &h, 64).expect("room"));
-            rig.sw.handle_rx_burst(rig.now, PortId(port_id(p)), &mut rig.rx);
+            rig.rx
+                .push(PoolFrame::receive(&rig.pool, &h, 64).expect("room"));
+            rig.sw
+                .handle_rx_burst(rig.now, PortId(port_id(p)), &mut rig.rx);
         }
         for p in 0..PORTS {
             rig.drain(p);
@@ -271,7 +274,8 @@ impl HeadroomRig {
     }
 
     /// One loop iteration of a run-to-completion lcore: 128 frames in, 128 frames out.
-    #[inline]
+    /// Never inlined, so that a profile can divide its inclusive cost by its calls.
+    #[inline(never)]
     fn round(&mut self) -> usize {
         self.now = self.now.saturating_add_nanos(ROUND_NS);
         for p in 0..PORTS {
@@ -292,7 +296,11 @@ impl HeadroomRig {
     fn check(&mut self) {
         let rounds = 2000;
         for _ in 0..rounds {
-            assert_eq!(self.round(), FRAMES_PER_ROUND, "a round sends what it received");
+            assert_eq!(
+                self.round(),
+                FRAMES_PER_ROUND,
+                "a round sends what it received"
+            );
         }
         let mut sent = 0;
         let mut marked = 0;
@@ -300,7 +308,10 @@ impl HeadroomRig {
             let tx = self.sw.egress().port_counters(PortId(port_id(p)));
             let rx = self.sw.ingress().port_counters(PortId(port_id(p)));
             for q in 0..PRIORITY_COUNT {
-                assert!(tx.tx_frames[q].get() > 0, "port {p} queue {q} carries traffic");
+                assert!(
+                    tx.tx_frames[q].get() > 0,
+                    "port {p} queue {q} carries traffic"
+                );
                 sent += tx.tx_frames[q].get();
                 marked += tx.ecn_marked[q].get();
             }
@@ -365,7 +376,8 @@ impl BaselineRig {
         }
     }
 
-    #[inline]
+    /// Never inlined, like [`HeadroomRig::round`].
+    #[inline(never)]
     fn round(&mut self) -> usize {
         for p in 0..PORTS {
             receive_burst(&self.pool, &self.headers[p], self.len, &mut self.rx);
@@ -398,7 +410,11 @@ impl BaselineRig {
 
     fn check(&mut self) {
         for _ in 0..2000 {
-            assert_eq!(self.round(), FRAMES_PER_ROUND, "a round sends what it received");
+            assert_eq!(
+                self.round(),
+                FRAMES_PER_ROUND,
+                "a round sends what it received"
+            );
         }
         assert_eq!(self.pool.len(), POOL_FRAMES, "every buffer came back");
     }
@@ -408,15 +424,25 @@ fn per_packet(c: &mut Criterion) {
     let mut group = c.benchmark_group("per_packet");
     group.throughput(Throughput::Elements(FRAMES_PER_ROUND as u64));
     for len in [64usize, 1024] {
-        let mut baseline = BaselineRig::new(len);
-        baseline.check();
-        group.bench_with_input(BenchmarkId::new("baseline", len), &len, |b, _| {
-            b.iter(|| baseline.round());
+        // Built (and checked) only when the filter selects the bench; criterion calls the
+        // closure once per sample, the rig lives across samples.
+        let mut baseline: Option<BaselineRig> = None;
+        group.bench_with_input(BenchmarkId::new("baseline", len), &len, |b, &len| {
+            let rig = baseline.get_or_insert_with(|| {
+                let mut rig = BaselineRig::new(len);
+                rig.check();
+                rig
+            });
+            b.iter(|| rig.round());
         });
-        let mut headroom = HeadroomRig::new(len);
-        headroom.check();
-        group.bench_with_input(BenchmarkId::new("headroom", len), &len, |b, _| {
-            b.iter(|| headroom.round());
+        let mut headroom: Option<HeadroomRig> = None;
+        group.bench_with_input(BenchmarkId::new("headroom", len), &len, |b, &len| {
+            let rig = headroom.get_or_insert_with(|| {
+                let mut rig = HeadroomRig::new(len);
+                rig.check();
+                rig
+            });
+            b.iter(|| rig.round());
         });
     }
     group.finish();
@@ -520,6 +546,22 @@ fn parts(c: &mut Criterion) {
         });
     });
 
+    // For comparison: the same buffer cycle through a plain per-thread free list (what a
+    // per-lcore cache in front of the shared pool would cost), without the shared queue's atomic
+    // read-modify-writes and the handle's `Arc` reference count.
+    let mut free: Vec<Buf> = (0..POOL_FRAMES)
+        .map(|_| Box::new([0u8; BUFFER_BYTES]))
+        .collect();
+    group.bench_function("local_free_list_receive_drop", |b| {
+        b.iter(|| {
+            for h in &headers[0] {
+                let mut buf = free.pop().expect("a buffer");
+                buf[BUFFER_HEADROOM..BUFFER_HEADROOM + h.len()].copy_from_slice(h);
+                free.push(black_box(buf));
+            }
+        });
+    });
+
     let (mut producer, mut consumer) = RingBuffer::<[u64; 7]>::new(1024);
     group.bench_function("rtrb_push_pop_56B", |b| {
         b.iter(|| {
@@ -546,4 +588,43 @@ criterion_group! {
     config = config();
     targets = per_packet, parts
 }
-criterion_main!(benches);
+
+/// Instruction-count mode, for `valgrind --tool=callgrind --toggle-collect='pipeline::*Rig::round'`
+/// (see `scripts/bench.sh`): `HEADROOM_BENCH_COUNT=<rig>/<len>/<rounds>`, e.g.
+/// `headroom/64/2000`, runs exactly that many rounds of one rig with no criterion around them.
+/// The Ir collected divided by rounds × 128 is the rig's instruction cost per packet: exact and
+/// independent of the machine's load.
+const COUNT_ENV: &str = "HEADROOM_BENCH_COUNT";
+
+fn count_rounds(spec: &str) {
+    let parts: Vec<&str> = spec.split('/').collect();
+    let [rig, len, rounds] = parts[..] else {
+        panic!("{COUNT_ENV}={spec}: expected <headroom|baseline>/<len>/<rounds>");
+    };
+    let len: usize = len.parse().expect("frame length");
+    let rounds: u64 = rounds.parse().expect("number of rounds");
+    let mut run: Box<dyn FnMut() -> usize> = match rig {
+        "headroom" => {
+            let mut rig = HeadroomRig::new(len);
+            Box::new(move || rig.round())
+        }
+        "baseline" => {
+            let mut rig = BaselineRig::new(len);
+            Box::new(move || rig.round())
+        }
+        other => panic!("{COUNT_ENV}: unknown rig {other}"),
+    };
+    for _ in 0..rounds {
+        assert_eq!(run(), FRAMES_PER_ROUND);
+    }
+    println!("{rig} {len} B: {rounds} rounds of {FRAMES_PER_ROUND} frames");
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var(COUNT_ENV) {
+        count_rounds(&spec);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
