@@ -56,6 +56,9 @@ core_bench_exe() {
         tail -n1
 }
 
+# The value of `key=value` named $1 in the line $2.
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
 # Median ns per element of a criterion benchmark `$1` (e.g. per_packet/headroom/64).
 criterion_ns_per_element() {
     local dir="$target_dir/criterion/$1/new"
@@ -81,6 +84,17 @@ section_core() {
             verdict=$(jq -nr --argjson h "$head" --argjson r "$ratio" --argjson len "$len" \
                 "if (\$len != 64 or \$h <= $aim_ns) and \$r <= $aim_ratio then \"met\" else \"NOT met\" end")
             printf '%-8s %14.1f %14.1f %7.2fx   %s\n' "$len B" "$base" "$head" "$ratio" "$verdict"
+        done
+        echo
+        echo "interleaved (batches of 16 rounds alternating between the rigs, ${measurement_s}s, medians):"
+        local exe line
+        exe=$(core_bench_exe)
+        for len in 64 1024; do
+            # One line: len=64 baseline_ns=44.60 headroom_ns=96.39 ratio=2.160 pairs=7145
+            line=$(HEADROOM_BENCH_RATIO="$len/$measurement_s" "$exe" 2>/dev/null | grep '^len=')
+            printf '%-8s %14.1f %14.1f %7.2fx   (%s pairs)\n' "$len B" \
+                "$(field baseline_ns "$line")" "$(field headroom_ns "$line")" \
+                "$(field ratio "$line")" "$(field pairs "$line")"
         done
         echo
         printf '%-34s %10s\n' "stage (64 B, one burst of 32)" "ns/frame"

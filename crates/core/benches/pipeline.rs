@@ -649,9 +649,65 @@ fn count_rounds(spec: &str) {
     println!("{rig} {len} B: {rounds} rounds of {FRAMES_PER_ROUND} frames");
 }
 
+/// Interleaved mode: `HEADROOM_BENCH_RATIO=<len>/<seconds>` alternates batches of baseline and
+/// headroom rounds for that long and prints the median ns/packet of each and the median ratio of
+/// adjacent batches. Both rigs then see the same machine at (nearly) the same moment, which on a
+/// shared machine makes the ratio far steadier than two criterion runs seconds apart.
+const RATIO_ENV: &str = "HEADROOM_BENCH_RATIO";
+
+fn interleaved_ratio(spec: &str) {
+    const BATCH_ROUNDS: u32 = 16;
+    let (len, seconds) = spec
+        .split_once('/')
+        .and_then(|(l, s)| Some((l.parse::<usize>().ok()?, s.parse::<f64>().ok()?)))
+        .unwrap_or_else(|| panic!("{RATIO_ENV}={spec}: expected <len>/<seconds>"));
+    let mut baseline = BaselineRig::new(len);
+    baseline.check();
+    let mut headroom = HeadroomRig::new(len);
+    headroom.check();
+    let batch = |run: &mut dyn FnMut() -> usize| {
+        let start = thread_cpu_time();
+        for _ in 0..BATCH_ROUNDS {
+            black_box(run());
+        }
+        let elapsed = thread_cpu_time().saturating_sub(start);
+        elapsed.as_secs_f64() * 1e9 / f64::from(BATCH_ROUNDS) / FRAMES_PER_ROUND as f64
+    };
+    let (mut base_ns, mut head_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+    while std::time::Instant::now() < deadline {
+        // Alternate which rig goes first, so that neither always runs after the other.
+        let (b, h) = if ratios.len() % 2 == 0 {
+            let b = batch(&mut || baseline.round());
+            (b, batch(&mut || headroom.round()))
+        } else {
+            let h = batch(&mut || headroom.round());
+            (batch(&mut || baseline.round()), h)
+        };
+        base_ns.push(b);
+        head_ns.push(h);
+        ratios.push(h / b);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "len={len} baseline_ns={:.2} headroom_ns={:.2} ratio={:.3} pairs={}",
+        median(&mut base_ns),
+        median(&mut head_ns),
+        median(&mut ratios),
+        ratios.len()
+    );
+}
+
 fn main() {
     if let Ok(spec) = std::env::var(COUNT_ENV) {
         count_rounds(&spec);
+        return;
+    }
+    if let Ok(spec) = std::env::var(RATIO_ENV) {
+        interleaved_ratio(&spec);
         return;
     }
     benches();
