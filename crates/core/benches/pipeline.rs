@@ -25,6 +25,10 @@
 //!
 //! Time is the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time: the build machine is
 //! shared, and wall time also counts the time the thread waits for a CPU while others build.
+//!
+//! Two more modes, selected by environment variables and run without criterion (see `main`):
+//! `HEADROOM_BENCH_COUNT` runs a fixed number of rounds for callgrind's exact instruction counts,
+//! `HEADROOM_BENCH_RATIO` alternates the two rigs and reports their ratio from one process.
 
 use criterion::{black_box, criterion_group, Bencher, BenchmarkId, Criterion, Throughput};
 use crossbeam_queue::ArrayQueue;
