@@ -194,7 +194,12 @@ impl PoolBoard {
         self.headroom[side * self.pools + pool].store(headroom, Ordering::Relaxed);
     }
 
+    #[inline]
     fn others(&self, side: usize, pool: usize) -> (u64, u64) {
+        // One side: nobody else uses the pool.
+        if self.sides == 1 && side == 0 {
+            return (0, 0);
+        }
         let mut shared = 0u64;
         let mut headroom = 0u64;
         for s in (0..self.sides).filter(|&s| s != side) {

@@ -54,9 +54,17 @@ impl<F> EgressQueue<F> {
     /// The ring whose head is served next, if any ring holds a frame.
     fn head_ring(&self) -> Option<usize> {
         let n = self.rings.len();
-        (0..n)
-            .map(|i| (self.next_ring + i) % n)
-            .find(|&r| !self.rings[r].is_empty())
+        if n == 1 {
+            return (!self.rings[0].is_empty()).then_some(0);
+        }
+        let mut r = self.next_ring;
+        for _ in 0..n {
+            if !self.rings[r].is_empty() {
+                return Some(r);
+            }
+            r = if r + 1 == n { 0 } else { r + 1 };
+        }
+        None
     }
 
     fn is_empty(&self) -> bool {
@@ -324,7 +332,7 @@ impl<F: Frame> Egress<F> {
             let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
                 continue;
             };
-            queue.next_ring = (r + 1) % queue.rings.len();
+            queue.next_ring = if r + 1 == queue.rings.len() { 0 } else { r + 1 };
             let len = frame.len() as u64;
             // Depth including this frame, for WRED (instantaneous, SAI weight 0).
             let depth: u64 = (0..queue.rings.len())

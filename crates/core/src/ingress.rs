@@ -74,6 +74,8 @@ struct PortView {
     native: Option<u16>,
     /// Per PG: whether it has headroom (lossless).
     lossless_pg: [bool; PRIORITY_COUNT],
+    /// The same, bit per PG.
+    lossless_mask: u8,
 }
 
 impl PortView {
@@ -105,6 +107,12 @@ impl PortView {
             access,
             native,
             lossless_pg: p.pgs.map(|pg| pg.is_lossless()),
+            lossless_mask: p
+                .pgs
+                .iter()
+                .enumerate()
+                .filter(|(_, pg)| pg.is_lossless())
+                .fold(0, |m, (i, _)| m | 1 << i),
         }
     }
 
@@ -128,6 +136,10 @@ struct RateWindow {
 
 const RATE_WINDOW_NS: u64 = 1_000_000_000;
 
+/// A station seen again on the same port within this time is not looked up in the FDB again
+/// (its entry was refreshed at most this long ago; aging is minutes).
+const RELEARN_INTERVAL_NS: u64 = 1_000_000;
+
 /// The ingress side of one RX lcore.
 #[derive(Debug)]
 pub struct Ingress<F: Frame> {
@@ -148,6 +160,13 @@ pub struct Ingress<F: Frame> {
     rate: Vec<[RateWindow; PRIORITY_COUNT]>,
     /// Rate windows currently in alarm (so that idle polls skip the scan).
     alarms_active: u32,
+    /// Some lossless PG has a dynamic threshold (its limit moves with the pool's use).
+    dynamic_lossless: bool,
+    /// Number of ingress sides sharing the pools.
+    ingress_sides: usize,
+    /// Per port: the last source learned (VID << 48 | MAC) and when, ns — learning the same
+    /// station again within [`RELEARN_INTERVAL_NS`] only refreshes an age that cannot expire.
+    last_learned: Vec<(u64, u64)>,
     cell_shift_or_size: u32,
 }
 
@@ -182,6 +201,11 @@ impl<F: Frame> Ingress<F> {
             wanted_xoff: vec![0; ports],
             rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
             alarms_active: 0,
+            dynamic_lossless: params.ports.iter().flat_map(|p| p.pgs.iter()).any(|pg| {
+                pg.is_lossless() && matches!(pg.threshold, crate::params::Threshold::Dynamic { .. })
+            }),
+            ingress_sides: shared.layout.ingress_sides(),
+            last_learned: vec![(u64::MAX, 0); ports],
             cell_shift_or_size: params.cell_size_bytes,
             owned,
             owns,
@@ -233,10 +257,15 @@ impl<F: Frame> Ingress<F> {
         for frame in frames.drain(..) {
             self.handle_frame(now, port, frame);
         }
+        // An admission re-evaluates its own PG at once (`forward`). With dynamic thresholds it
+        // also moves the limits of every other PG of the pool: re-evaluate them once per burst.
+        if self.dynamic_lossless {
+            self.update_pfc_all();
+        }
     }
 
     /// Pulls cells released by egress sides into the accounting and re-evaluates XOFF/XON of
-    /// every owned lossless PG (dynamic limits move as pools fill and drain). The runtime calls
+    /// the owned lossless PGs (dynamic limits move as pools fill and drain). The runtime calls
     /// this every loop iteration, with or without traffic; `handle_rx_burst` calls it too.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.sync_releases();
@@ -255,6 +284,7 @@ impl<F: Frame> Ingress<F> {
         }
         if changed {
             let egress_sides = releases.egress_sides();
+            let cell = u64::from(self.cell_shift_or_size);
             for &port in &self.owned {
                 let p = port.index();
                 for pg in 0..PRIORITY_COUNT {
@@ -263,6 +293,8 @@ impl<F: Frame> Ingress<F> {
                     if delta > 0 {
                         self.seen_pg_release[p][pg] = total;
                         self.buffers.release(p, pg, delta);
+                        self.shared.ingress_counters[self.side].ports[p].pg_used_bytes[pg]
+                            .set(self.buffers.pg(p, pg).total() * cell);
                     }
                 }
             }
@@ -279,7 +311,15 @@ impl<F: Frame> Ingress<F> {
                 }
             }
         }
-        // Even without releases, other sides' use of a pool moves dynamic limits.
+        // Releases can bring XON (and, with dynamic thresholds, move limits). Without any,
+        // only other ingress sides' use of a shared pool can move a dynamic limit.
+        if changed || (self.dynamic_lossless && self.ingress_sides > 1) {
+            self.update_pfc_all();
+        }
+    }
+
+    /// Re-evaluates every owned lossless PG.
+    fn update_pfc_all(&mut self) {
         for i in 0..self.owned.len() {
             let port = self.owned[i];
             self.update_pfc(port);
@@ -288,34 +328,47 @@ impl<F: Frame> Ingress<F> {
 
     /// Re-evaluates XOFF/XON of `port`'s lossless PGs and publishes the wanted set.
     fn update_pfc(&mut self, port: PortId) {
-        let p = port.index();
-        let view = &self.views[p];
+        let mut mask = self.views[port.index()].lossless_mask;
         let mut transitioned = false;
-        for pg in 0..PRIORITY_COUNT {
-            if !view.lossless_pg[pg] {
-                continue;
-            }
-            if let Some(t) = self.buffers.update_xoff(p, pg) {
-                transitioned = true;
+        while mask != 0 {
+            let pg = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            transitioned |= self.update_pg(port, pg);
+        }
+        if transitioned {
+            self.publish_wanted(port);
+        }
+    }
+
+    /// Re-evaluates one lossless PG; whether it changed state.
+    #[inline]
+    fn update_pg(&mut self, port: PortId, pg: usize) -> bool {
+        let p = port.index();
+        match self.buffers.update_xoff(p, pg) {
+            Some(t) => {
                 if t == PgTransition::Xoff {
                     self.shared.ingress_counters[self.side].ports[p].pg_xoff_transitions[pg].inc();
                 }
+                true
             }
-            let used = self.buffers.pg(p, pg).total() * u64::from(self.cell_shift_or_size);
-            self.shared.ingress_counters[self.side].ports[p].pg_used_bytes[pg].set(used);
+            None => false,
         }
-        if transitioned {
-            let mut wanted = 0u8;
-            for prio in Priority::ALL {
-                let pg = view.maps.pfc_to_pg[prio.index()].index();
-                if view.pfc_enable & prio.bit() != 0 && self.buffers.pg(p, pg).xoff {
-                    wanted |= prio.bit();
-                }
+    }
+
+    /// Publishes the priorities `port` wants paused, from its PGs' XOFF states.
+    fn publish_wanted(&mut self, port: PortId) {
+        let p = port.index();
+        let view = &self.views[p];
+        let mut wanted = 0u8;
+        for prio in Priority::ALL {
+            let pg = view.maps.pfc_to_pg[prio.index()].index();
+            if view.pfc_enable & prio.bit() != 0 && self.buffers.pg(p, pg).xoff {
+                wanted |= prio.bit();
             }
-            if wanted != self.wanted_xoff[p] {
-                self.wanted_xoff[p] = wanted;
-                self.shared.pfc.set_wanted_xoff(p, wanted);
-            }
+        }
+        if wanted != self.wanted_xoff[p] {
+            self.wanted_xoff[p] = wanted;
+            self.shared.pfc.set_wanted_xoff(p, wanted);
         }
     }
 
@@ -370,7 +423,7 @@ impl<F: Frame> Ingress<F> {
             counters.pg_drops[pg.index()].inc();
             return self.drop_frame(port, DropReason::PfcwdIngress, frame);
         }
-        self.fdb.learn(vid, l2.src_addr.0, port, now);
+        self.learn(vid, l2.src_addr.0, port, now);
         let dst = l2.dst_addr;
         let unicast_to = if dst.is_multicast() {
             None
@@ -391,6 +444,21 @@ impl<F: Frame> Ingress<F> {
             Some(out) => self.forward(now, &meta, out, frame),
             None => self.flood(now, &meta, frame),
         }
+    }
+
+    /// FDB learning, skipping the table when the same station was learned on this port within
+    /// the last [`RELEARN_INTERVAL_NS`] (back-to-back frames of one flow).
+    #[inline]
+    fn learn(&mut self, vid: u16, mac: [u8; 6], port: PortId, now: Instant) {
+        let key = u64::from(vid) << 48 | mac.iter().fold(0u64, |k, &b| k << 8 | u64::from(b));
+        let (last_key, last_ns) = &mut self.last_learned[port.index()];
+        let now_ns = now.as_nanos();
+        if *last_key == key && now_ns.saturating_sub(*last_ns) < RELEARN_INTERVAL_NS {
+            return;
+        }
+        *last_key = key;
+        *last_ns = now_ns;
+        self.fdb.learn(vid, mac, port, now);
     }
 
     fn flood(&mut self, now: Instant, meta: &IngressFrame, frame: F) {
@@ -508,8 +576,9 @@ impl<F: Frame> Ingress<F> {
         counters.egress_pools[egress_pool]
             .shared_watermark
             .observe(self.egress_buffers.pool_use(egress_pool) * cell);
-        if self.views[in_p].lossless_pg[m.pg] {
-            self.update_pfc(m.in_port);
+        in_counters.pg_used_bytes[m.pg].set(pg_state.total() * cell);
+        if self.views[in_p].lossless_pg[m.pg] && self.update_pg(m.in_port, m.pg) {
+            self.publish_wanted(m.in_port);
         }
     }
 

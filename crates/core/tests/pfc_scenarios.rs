@@ -500,3 +500,44 @@ fn ecn_marks_ect_frames_above_kmax_and_keeps_checksums_valid() {
     assert_eq!(lab.tx_counters(2).ecn_marked[3].get(), marked);
     assert_eq!(lab.tx_counters(2).wred_drops[3].get(), 0);
 }
+
+#[test]
+fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool() {
+    let mut params = presets::simple(3, GBPS);
+    params.ports[2].tx_enable = false;
+    for p in &mut params.ports {
+        p.pgs[3].threshold = Threshold::Dynamic { exponent: 0 };
+    }
+    let mut lab = Lab::new(params.clone());
+    lab.learn(2, HOST_C);
+    let pools = headroom_core::buffer::pool_cells(&params).unwrap();
+    let free_total = pools[presets::INGRESS_POOL.index()].shared_size;
+    let cells = params.cells(FRAME_LEN as u64);
+    // Port 0 takes 45 % of the shared pool: below its own limit (α = 1: s < F − s).
+    let reserved = params.cells(params.ports[0].pgs[3].reserved_bytes);
+    for _ in 0..(reserved + free_total * 45 / 100).div_ceil(cells) {
+        lab.rx(0, ipv4_frame(HOST_A, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN));
+    }
+    assert!(lab.pfc_out(0).is_empty(), "port 0 is below its limit");
+    let s0 = lab.sw.ingress().buffers().pg(0, 3).shared_used;
+    // Port 1 fills the pool; port 0 receives nothing more, yet must pause as soon as its limit
+    // (α × free = F − s0 − s1) falls to its use: s0 ≥ F − s0 − s1.
+    let mut n = 0;
+    loop {
+        lab.rx(1, ipv4_frame(HOST_B, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN));
+        n += 1;
+        assert!(n < 100_000, "port 0 never paused");
+        let s1 = lab.sw.ingress().buffers().pg(1, 3).shared_used;
+        let pfc = lab.pfc_out(0);
+        let predicted = s0 >= free_total.saturating_sub(s0 + s1);
+        if pfc.is_empty() {
+            assert!(!predicted, "port 0 should have paused at s1 = {s1}");
+        } else {
+            assert!(predicted, "port 0 paused early at s1 = {s1}");
+            assert_eq!((pfc[0].class_enable, pfc[0].pause_quanta[3]), (0b1000, 0xFFFF));
+            break;
+        }
+    }
+    assert!(lab.pfc_out(1).is_empty(), "port 1 is still below its own limit");
+    lab.sw.check_invariants();
+}
