@@ -374,3 +374,5 @@ impl Host {
         got
     }
 }
+
+pub mod e2e;
