@@ -391,7 +391,7 @@ fn ecn(
     // Alternating ECT(0) and Not-ECT lossless frames, as fast as the host sends: port 2 drains
     // 1000 bytes per 0.8 ms, so its queue 3 grows far beyond the 6000-byte marking point.
     for seq in 0..FRAMES {
-        let ecn = if seq % 2 == 0 { 0b10 } else { 0b00 };
+        let ecn = if seq.is_multiple_of(2) { 0b10 } else { 0b00 };
         hosts[usize::from(A)].send(&udp_frame(
             host_mac(A),
             host_mac(C),
@@ -416,7 +416,7 @@ fn ecn(
             "frame {seq}: IPv4 checksum still valid (RFC 1624)"
         );
         assert_eq!(f[15] >> 2, DSCP_LOSSLESS, "frame {seq}: DSCP kept");
-        if seq % 2 == 0 {
+        if seq.is_multiple_of(2) {
             assert!(
                 ecn == 0b10 || ecn == 0b11,
                 "frame {seq}: ECT(0) or CE, got {ecn:02b}"
