@@ -287,9 +287,14 @@ impl LabVdev {
     #[must_use]
     pub fn vdev_arg(self, index: usize, iface: &str) -> String {
         match self {
-            // One queue pair; the PMD's default ring (framecnt 512 x framesz 2048) holds a
-            // 1500-byte MTU frame.
-            Self::AfPacket => format!("--vdev={},iface={iface},qpairs=1", self.device_name(index)),
+            // One queue pair; 2048-byte ring frames hold a 1500-byte MTU frame. 4096 frames
+            // per ring (8 MiB of kernel memory each) instead of the PMD's 512: on a shared
+            // machine a busy-polling switch is preempted for milliseconds at a time, and 512
+            // frames overflowed at 40 kpps in the benchmarks (docs/perf.md).
+            Self::AfPacket => format!(
+                "--vdev={},iface={iface},qpairs=1,framesz=2048,framecnt=4096",
+                self.device_name(index)
+            ),
             Self::AfXdp => format!(
                 "--vdev={},iface={iface},start_queue=0,queue_count=1",
                 self.device_name(index)
@@ -1068,8 +1073,8 @@ mod tests {
         assert_eq!(
             &args[8..],
             &[
-                "--vdev=net_af_packet0,iface=sw-p0,qpairs=1",
-                "--vdev=net_af_packet1,iface=sw-p1,qpairs=1"
+                "--vdev=net_af_packet0,iface=sw-p0,qpairs=1,framesz=2048,framecnt=4096",
+                "--vdev=net_af_packet1,iface=sw-p1,qpairs=1,framesz=2048,framecnt=4096"
             ]
         );
         let memory_mib: u64 = args[2].parse().unwrap();

@@ -153,6 +153,25 @@ fn stamped_null_frames_are_forwarded_by_the_full_pipeline() {
     assert!(check.is_full(), "{check:?}");
 }
 
+/// CPU time the thread named `name` of this process has run, from the scheduler's statistics
+/// (`/proc/self/task/<tid>/schedstat`, first field, nanoseconds). The machine is shared, so a
+/// rate per CPU-second of the forwarding thread says what a dedicated core would do.
+fn thread_cpu_ns(name: &str) -> u64 {
+    for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+        let dir = task.expect("task").path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            let stat = std::fs::read_to_string(dir.join("schedstat")).expect("schedstat");
+            return stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .expect("schedstat run time");
+        }
+    }
+    panic!("no thread named {name}")
+}
+
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
         .ok()
@@ -173,26 +192,21 @@ fn null_forwarding_rate() {
     } = start_bench(cpu);
     std::thread::sleep(Duration::from_secs(1));
     let stats = &running.lcore_stats()[0];
-    let before = (
-        tx_frames(&running, 0),
-        tx_frames(&running, 1),
-        stats.iterations.load(Ordering::Relaxed),
-        stats.idle_iterations.load(Ordering::Relaxed),
-        Instant::now(),
-    );
+    let sample = || {
+        (
+            tx_frames(&running, 0) + tx_frames(&running, 1),
+            stats.iterations.load(Ordering::Relaxed),
+            thread_cpu_ns("headroom-lcore0"),
+            Instant::now(),
+        )
+    };
+    let before = sample();
     std::thread::sleep(Duration::from_secs_f64(seconds));
-    let after = (
-        tx_frames(&running, 0),
-        tx_frames(&running, 1),
-        stats.iterations.load(Ordering::Relaxed),
-        stats.idle_iterations.load(Ordering::Relaxed),
-        Instant::now(),
-    );
-    let elapsed = (after.4 - before.4).as_secs_f64();
-    let mpps = |a: u64, b: u64| (a - b) as f64 / elapsed / 1e6;
-    let (tx0, tx1) = (mpps(after.0, before.0), mpps(after.1, before.1));
-    let iterations = after.2 - before.2;
-    let frames = (after.0 - before.0) + (after.1 - before.1);
+    let after = sample();
+    let elapsed = (after.3 - before.3).as_secs_f64();
+    let frames = after.0 - before.0;
+    let cpu_s = (after.2 - before.2) as f64 / 1e9;
+    let iterations = after.1 - before.1;
     let shared = running.stop();
     let drops: u64 = (0..2)
         .map(|p| {
@@ -205,12 +219,84 @@ fn null_forwarding_rate() {
         .sum();
     drop(shared);
     let full = backend.close_ports().is_full();
+    // Two directions: per direction is half of what both ports transmitted.
     println!(
-        "RESULT headroom_null port0_tx_mpps={tx0:.3} port1_tx_mpps={tx1:.3} per_direction_mpps={:.3} \
-         frames_per_iteration={:.1} idle_iterations={} drops={drops} pool_full={full} seconds={elapsed:.2}",
-        (tx0 + tx1) / 2.0,
+        "RESULT headroom_null per_direction_mpps={:.3} per_direction_mpps_per_cpu_s={:.3} \
+         cpu_share={:.2} frames_per_iteration={:.1} drops={drops} pool_full={full} seconds={elapsed:.2}",
+        frames as f64 / 2.0 / elapsed / 1e6,
+        frames as f64 / 2.0 / cpu_s / 1e6,
+        cpu_s / elapsed,
         frames as f64 / iterations.max(1) as f64,
-        after.3 - before.3,
     );
     assert!(full && drops == 0);
+}
+
+/// The backend's own ceiling: the same two stamped net_null ports, opened through
+/// `DpdkBackend` (the queues lent to an lcore, registered with EAL on first use), forwarded
+/// port to port by a pinned thread with no switch in between (testpmd's io mode in Rust).
+/// Same environment variables and output as `null_forwarding_rate`.
+#[test]
+#[ignore = "benchmark: run by scripts/bench.sh dpdk (release build)"]
+fn null_io_rate() {
+    use headroom_io::{RxQueue, TxQueue, BURST_MAX};
+    use headroom_runtime::backend::Backend;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::sync::Arc;
+    let cpu: usize = env_or("BENCH_CPU", 1);
+    let seconds: f64 = env_or("BENCH_SECONDS", 5.0);
+    let prefix = format!("hr-rt-nullio-{}", std::process::id());
+    let (config, _) = headroom_config::parse(&config_toml(cpu, &prefix), "bench.toml")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut backend = DpdkBackend::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
+    let _ = backend.stamp_free_mbufs(&template());
+    let a = backend.open("net_null0").expect("open");
+    let b = backend.open("net_null1").expect("open");
+    let stop = Arc::new(AtomicBool::new(false));
+    let forwarded = Arc::new(AtomicU64::new(0));
+    let thread = {
+        let (stop, forwarded) = (Arc::clone(&stop), Arc::clone(&forwarded));
+        std::thread::Builder::new()
+            .name("headroom-io".into())
+            .spawn(move || {
+                core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
+                let (mut rx0, mut tx0, mut rx1, mut tx1) = (a.rx, a.tx, b.rx, b.tx);
+                let mut burst = Vec::with_capacity(BURST_MAX);
+                let mut count = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for (rx, tx) in [(&mut rx0, &mut tx1), (&mut rx1, &mut tx0)] {
+                        if rx.rx_burst(&mut burst, BURST_MAX) > 0 {
+                            count += tx.tx_burst(&mut burst) as u64;
+                            burst.clear();
+                        }
+                    }
+                    forwarded.store(count, Ordering::Relaxed);
+                }
+            })
+            .expect("thread")
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let sample = || {
+        (
+            forwarded.load(Ordering::Relaxed),
+            thread_cpu_ns("headroom-io"),
+            Instant::now(),
+        )
+    };
+    let before = sample();
+    std::thread::sleep(Duration::from_secs_f64(seconds));
+    let after = sample();
+    stop.store(true, Ordering::Relaxed);
+    thread.join().expect("io thread");
+    let elapsed = (after.2 - before.2).as_secs_f64();
+    let frames = after.0 - before.0;
+    let cpu_s = (after.1 - before.1) as f64 / 1e9;
+    let full = backend.close_ports().is_full();
+    println!(
+        "RESULT headroom_io per_direction_mpps={:.3} per_direction_mpps_per_cpu_s={:.3} \
+         cpu_share={:.2} pool_full={full} seconds={elapsed:.2}",
+        frames as f64 / 2.0 / elapsed / 1e6,
+        frames as f64 / 2.0 / cpu_s / 1e6,
+        cpu_s / elapsed,
+    );
+    assert!(full);
 }
