@@ -111,6 +111,11 @@ pub struct DpdkSettings {
     pub mtu_by_device: BTreeMap<String, u16>,
     /// Bytes of the switch's buffer (only for the mempool size warning; 0 = no warning).
     pub switch_buffer_bytes: u64,
+    /// Turn off segmentation, receive coalescing and TX checksum offloads on the Linux
+    /// interfaces under `net_af_packet`/`net_af_xdp` vdevs before EAL opens them, as the
+    /// AF_PACKET backend does for its ports (a packet socket sees the kernel's super-frames and
+    /// unfilled checksums otherwise; see `headroom_afpacket::offload`).
+    pub disable_vdev_offloads: bool,
 }
 
 /// A setting the DPDK backend cannot use, or a change it cannot apply without a restart.
@@ -193,6 +198,7 @@ impl DpdkSettings {
             tx_descriptors: config.dpdk.tx_descriptors,
             mtu_by_device,
             switch_buffer_bytes: config.switch.buffer_size_bytes,
+            disable_vdev_offloads: true,
         })
     }
 
@@ -255,6 +261,36 @@ impl DpdkSettings {
         }
         (!changed.is_empty()).then(|| format!("[dpdk] change of {}", changed.join(", ")))
     }
+}
+
+/// The Linux interfaces under the `net_af_packet` and `net_af_xdp` vdevs of EAL arguments, as
+/// (vdev name, interface): `--vdev=net_af_packet0,iface=veth0` and `--vdev net_af_xdp1,iface=x`
+/// give `("net_af_packet0", "veth0")` and `("net_af_xdp1", "x")`.
+#[must_use]
+pub fn vdev_interfaces(eal_args: &[String]) -> Vec<(String, String)> {
+    let mut specs = Vec::new();
+    let mut args = eal_args.iter();
+    while let Some(arg) = args.next() {
+        if let Some(spec) = arg.strip_prefix("--vdev=") {
+            specs.push(spec.to_owned());
+        } else if arg == "--vdev" {
+            if let Some(spec) = args.next() {
+                specs.push(spec.clone());
+            }
+        }
+    }
+    specs
+        .iter()
+        .filter_map(|spec| {
+            let mut parts = spec.split(',');
+            let name = parts.next()?;
+            if !(name.starts_with("net_af_packet") || name.starts_with("net_af_xdp")) {
+                return None;
+            }
+            let iface = parts.find_map(|kv| kv.strip_prefix("iface="))?;
+            Some((name.to_owned(), iface.to_owned()))
+        })
+        .collect()
 }
 
 /// The PMD a lab port uses on its veth.
@@ -421,6 +457,24 @@ mod backend {
         /// fit (`-m` without hugepages) or cannot be created.
         pub fn new(settings: DpdkSettings) -> Result<Self, DpdkSetupError> {
             static POOLS: AtomicU32 = AtomicU32::new(0);
+            if settings.disable_vdev_offloads {
+                for (vdev, iface) in super::vdev_interfaces(&settings.eal_args) {
+                    let report =
+                        headroom_afpacket::offload::disable_offloads(&iface).map_err(|e| {
+                            DpdkSetupError::Settings(format!(
+                            "interface {iface} of --vdev {vdev}: cannot turn its offloads off: {e}"
+                        ))
+                        })?;
+                    if !report.all_disabled() {
+                        tracing::warn!(
+                            vdev,
+                            iface,
+                            ?report,
+                            "some offloads stay enabled; the PMD may see super-frames"
+                        );
+                    }
+                }
+            }
             let eal = Eal::init_unpinned(&settings.eal_args).map_err(DpdkSetupError::Eal)?;
             let data_room = settings.data_room_bytes();
             // Unique per backend: DPDK pool names are process-wide.
@@ -1097,6 +1151,30 @@ mod tests {
             xdp[8],
             "--vdev=net_af_xdp0,iface=a,start_queue=0,queue_count=1"
         );
+    }
+
+    #[test]
+    fn vdev_interfaces_are_found_in_either_argument_form() {
+        let args: Vec<String> = [
+            "--no-huge",
+            "--vdev=net_af_packet0,iface=sw-p0,framecnt=4096",
+            "--vdev",
+            "net_af_xdp1,start_queue=0,iface=x1",
+            "--vdev=net_null0",
+            "--vdev=net_af_packet2",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        assert_eq!(
+            vdev_interfaces(&args),
+            vec![
+                ("net_af_packet0".to_owned(), "sw-p0".to_owned()),
+                ("net_af_xdp1".to_owned(), "x1".to_owned())
+            ]
+        );
+        let lab = lab_eal_args(&["a", "b"], LabVdev::AfXdp, "p", 0);
+        assert_eq!(vdev_interfaces(&lab).len(), 2);
     }
 
     #[test]

@@ -50,6 +50,7 @@ fn settings(devices: &[&str], mbufs: u32) -> DpdkSettings {
         tx_descriptors: 512,
         mtu_by_device: devices.iter().map(|d| ((*d).to_owned(), 1500)).collect(),
         switch_buffer_bytes: 0,
+        disable_vdev_offloads: true,
     }
 }
 

@@ -172,6 +172,22 @@ pub fn run(vdev: LabVdev, tag: &str) {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty(), "{warnings:?}");
     let mut backend = DpdkBackend::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
+    // The backend turned the switch ends' offloads off before EAL opened them (a child process
+    // forked from this thread runs in the switch's namespace too).
+    for iface in topology.switch_ifaces() {
+        let out = std::process::Command::new("ethtool")
+            .args(["-k", &iface])
+            .output()
+            .expect("ethtool (apt install ethtool)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        for feature in [
+            "generic-segmentation-offload: off",
+            "generic-receive-offload: off",
+            "tx-checksumming: off",
+        ] {
+            assert!(text.contains(feature), "{iface}: want {feature}:\n{text}");
+        }
+    }
     let mut hosts: Vec<Host> = (0..HOSTS).map(|i| topology.host(i)).collect();
     let start_dataplane = |backend: &mut DpdkBackend, config: &headroom_config::Config| {
         backend
