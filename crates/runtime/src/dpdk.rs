@@ -1,9 +1,9 @@
 //! DPDK ports for the runtime (`switch.driver = "dpdk"`, cargo feature `dpdk`).
 //!
-//! [`DpdkBackend`] opens `port.X.device` (a vdev name such as `net_af_packet0`, a PCI address,
-//! or a port id) through headroom-dpdk and lends each port's queues to the lcores. Frames stay
-//! in their mbufs from `rte_eth_rx_burst` to `rte_eth_tx_burst`: the core holds
-//! [`MbufFrame`](headroom_dpdk::MbufFrame) handles and never copies.
+//! `DpdkBackend` (with the `dpdk` feature) opens `port.X.device` (a vdev name such as
+//! `net_af_packet0`, a PCI address, or a port id) through headroom-dpdk and lends each port's
+//! queues to the lcores. Frames stay in their mbufs from `rte_eth_rx_burst` to
+//! `rte_eth_tx_burst`: the core holds `MbufFrame` handles and never copies.
 //!
 //! # Process-wide choices
 //!
@@ -14,8 +14,8 @@
 //! - **Ports are opened once and kept.** Closing a DPDK port releases it for the rest of the
 //!   process, so a dataplane restart (reconfiguration through the control socket or SIGHUP)
 //!   does not reopen anything: the lcores of the old dataplane hand their queues back when they
-//!   end ([`DpdkRx`]/[`DpdkTx`] return them on drop), and the next [`Backend::open`] lends them
-//!   out again. `[dpdk]` settings and a larger MTU therefore need a process restart; the
+//!   end (`DpdkRx`/`DpdkTx` return them on drop), and the next
+//!   [`Backend::open`](crate::backend::Backend::open) lends them out again. `[dpdk]` settings and a larger MTU therefore need a process restart; the
 //!   backend refuses such a change with a message saying so, and the previous configuration
 //!   keeps running.
 //! - **One mempool** of `[dpdk] mempool_mbufs` mbufs per backend, shared by every port's RX
@@ -28,23 +28,28 @@
 //!   (`rte_thread_register`) on their first burst. Registration gives each thread an lcore id
 //!   and so a per-lcore mempool cache: mbuf alloc/free (net_null and physical NICs allocate on
 //!   every RX burst, TX frees) mostly stay in the cache instead of a compare-and-swap on the
-//!   pool's shared ring. The costs: DPDK secondary processes (`dpdk-proc-info`, `dpdk-pdump`)
+//!   pool's shared ring: +48 % for the backend alone and +17 % for the whole switch on
+//!   net_null (docs/perf.md). The costs: DPDK secondary processes (`dpdk-proc-info`, `dpdk-pdump`)
 //!   cannot attach to a primary with registered threads, and each lcore's cache holds up to
 //!   1.5 x `mempool_cache_size` mbufs that other lcores cannot use. EAL's own worker lcores
 //!   (from `-l`) are not used and sit blocked; `-l <one cpu>` is enough. The alternative,
 //!   running lcores as EAL workers (`rte_eal_remote_launch`), would tie the runtime's thread
 //!   life cycle (restart, join, panics) to EAL's launch API for no speed gain.
-//! - **Clock:** the runtime's monotonic clock (`clock_gettime` through the vDSO, read once per
-//!   loop iteration, i.e. once per burst), not the TSC clock of headroom-dpdk: on a TSC
-//!   clocksource both cost tens of nanoseconds per read, well under a nanosecond per frame at
-//!   full bursts, and one clock keeps every backend's timestamps alike.
+//! - **Clock:** the runtime's monotonic clock (`clock_gettime` through the vDSO), read once per
+//!   loop iteration, i.e. once per burst, not the TSC clock of headroom-dpdk. Measured on the
+//!   benchmark VM (TSC clocksource): 36-38 ns per read against 12-15 ns for `rdtsc`, so the TSC
+//!   would save about 0.35 ns per frame at two full 32-frame bursts per iteration; one clock
+//!   keeps every backend's timestamps alike and the lcore loop backend-independent.
+//! - **Offloads:** before EAL opens `net_af_packet`/`net_af_xdp` vdevs, segmentation, receive
+//!   coalescing and TX checksum offloads of their Linux interfaces are turned off, as the
+//!   AF_PACKET backend does for its ports.
 //! - **Link state, NIC counters and xstats**: the port's counters feed
 //!   [`OpenedPort::stats`](crate::backend::OpenedPort) (ipackets/opackets, imissed plus
-//!   multi-segment drops, oerrors, rx_nombuf); [`DpdkPortHandle`] reads link state, every basic
+//!   multi-segment drops, oerrors, rx_nombuf); `DpdkPortHandle` reads link state, every basic
 //!   counter and the extended counters for the control plane.
 //! - **NIC flow control** (802.3x PAUSE, NIC-level PFC) is switched off when a port opens, and
 //!   MAC Control frames are forwarded to software where the NIC allows it (headroom-dpdk).
-//! - **Shutdown:** [`DpdkBackend::close_ports`] stops and closes every port (their RX rings give
+//! - **Shutdown:** `DpdkBackend::close_ports` stops and closes every port (their RX rings give
 //!   their mbufs back) and checks that every mbuf is back in the pool
 //!   (`Mempool::available() == capacity()`).
 //!
