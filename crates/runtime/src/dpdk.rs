@@ -15,9 +15,9 @@
 //!   process, so a dataplane restart (reconfiguration through the control socket or SIGHUP)
 //!   does not reopen anything: the lcores of the old dataplane hand their queues back when they
 //!   end (`DpdkRx`/`DpdkTx` return them on drop), and the next
-//!   [`Backend::open`](crate::backend::Backend::open) lends them out again. `[dpdk]` settings and a larger MTU therefore need a process restart; the
-//!   backend refuses such a change with a message saying so, and the previous configuration
-//!   keeps running.
+//!   [`Backend::open`](crate::backend::Backend::open) lends them out again. `[dpdk]` settings
+//!   and a larger MTU therefore need a process restart; the backend refuses such a change with
+//!   a message saying so, and the previous configuration keeps running.
 //! - **One mempool** of `[dpdk] mempool_mbufs` mbufs per backend, shared by every port's RX
 //!   queue and by the frames the switch generates (PFC). Its data room holds the largest port
 //!   MTU plus an Ethernet header and one 802.1Q tag in one segment. Without hugepages it must

@@ -222,7 +222,8 @@ fn null_forwarding_rate() {
     // Two directions: per direction is half of what both ports transmitted.
     println!(
         "RESULT headroom_null per_direction_mpps={:.3} per_direction_mpps_per_cpu_s={:.3} \
-         cpu_share={:.2} frames_per_iteration={:.1} drops={drops} pool_full={full} seconds={elapsed:.2}",
+         cpu_share={:.2} frames_per_iteration={:.1} drops={drops} pool_full={full} \
+         seconds={elapsed:.2}",
         frames as f64 / 2.0 / elapsed / 1e6,
         frames as f64 / 2.0 / cpu_s / 1e6,
         cpu_s / elapsed,
