@@ -9,8 +9,12 @@
 #                the two measured in the same run (crates/core/benches/pipeline.rs).
 #   core-instr   callgrind: instructions per packet of the same two rigs. Exact and independent of
 #                the machine's load (slow: about a minute).
-# A later benchmark (AF_PACKET vs the Linux bridge, DPDK vs testpmd) is a new `section_<name>`
-# function below plus its name in `sections`; each section prints its own summary table.
+#   dpdk         headroom on DPDK next to dpdk-testpmd --forward-mode=io on the same vdevs and
+#                CPUs, in the same run: net_null (the CPU-bound ceiling) and veth pairs through
+#                net_af_packet / net_af_xdp fed by a testpmd txonly generator. Needs root.
+#   afpacket     headroom on AF_PACKET between veths beside the Linux bridge on the same
+#                topology, fed by the same testpmd txonly generator (scripts/bench/afpacket.sh).
+# Each section is a `section_<name>` function below; each prints its own summary table.
 #
 # The build machine is shared and noisy: absolute times move with other people's builds, so only
 # ratios within one run mean something. BENCH_RUNS=n repeats the core section n times so that the
@@ -24,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sections=(core core-instr)
+sections=(core core-instr dpdk afpacket)
 measurement_s=${BENCH_MEASUREMENT_S:-3}
 warmup_s=${BENCH_WARMUP_S:-1}
 runs=${BENCH_RUNS:-1}
@@ -126,6 +130,303 @@ section_core_instr() {
             '[$len, ($b / $n), ($h / $n), ($h / $b)] | "\(.[0])\t\(.[1])\t\(.[2])\t\(.[3])"' |
             awk -F'\t' '{printf "%-8s %14.1f %14.1f %7.2fx\n", $1, $2, $3, $4}'
     done
+}
+
+# ------------------------------------------------------------------------------------------------
+# DPDK section (dpdkrt branch) -------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------
+
+dpdk_runs=${BENCH_RUNS:-3}
+dpdk_seconds=${BENCH_SECONDS:-5}
+dpdk_cpu=${BENCH_DPDK_CPU:-1}
+dpdk_gen_cpu=${BENCH_GEN_CPU:-0}
+dpdk_parts=${BENCH_DPDK_PARTS:-null veth}
+dpdk_pace_kpps=${BENCH_VETH_KPPS:-50}
+dpdk_tmp=""
+dpdk_namespaces=()
+
+# `key=value` field of a RESULT line.
+dpdk_field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+dpdk_load() { cut -d' ' -f1 /proc/loadavg; }
+# Run time (ns) of the thread named $2 of process $1, from the scheduler's statistics.
+dpdk_thread_cpu_ns() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        if [ "$(cat "$t/comm" 2>/dev/null)" = "$2" ]; then
+            cut -d' ' -f1 "$t/schedstat"
+            return
+        fi
+    done
+    echo "scripts/bench.sh: no thread $2 in process $1" >&2
+    return 1
+}
+dpdk_now_ns() { date +%s%N; }
+
+dpdk_cleanup() {
+    local ns
+    for ns in "${dpdk_namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+    [ -n "$dpdk_tmp" ] && rm -rf "$dpdk_tmp"
+}
+
+# The release test executable holding the net_null benchmarks (crates/runtime/tests/dpdk_null.rs).
+dpdk_null_exe() {
+    cargo test --release -p headroom-runtime --features dpdk --test dpdk_null --no-run \
+        --message-format=json 2>/dev/null |
+        jq -r 'select(.reason == "compiler-artifact" and .target.name == "dpdk_null" and .executable != null) | .executable' |
+        tail -n1
+}
+
+# dpdk-testpmd io forwarding between net_null0 and net_null1 on one lcore ($dpdk_cpu), driven
+# through its interactive prompt so that packet counters and the worker's CPU time are read
+# at the same moments. Prints a RESULT line like the headroom benchmarks.
+dpdk_testpmd_null() {
+    local fifo="$dpdk_tmp/testpmd.fifo" out="$dpdk_tmp/testpmd.out" pid main_cpu
+    main_cpu=$(( dpdk_cpu == 0 ? 1 : 0 ))
+    rm -f "$fifo"; mkfifo "$fifo"
+    exec 7<>"$fifo"
+    dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf --file-prefix="hrbench-tp-$$" \
+        -l "$main_cpu,$dpdk_cpu" --main-lcore "$main_cpu" --vdev=net_null0 --vdev=net_null1 \
+        --log-level=notice -- -i --forward-mode=io --nb-cores=1 --port-topology=paired \
+        --total-num-mbufs=8191 --mbcache=256 --burst=32 --rxd=1024 --txd=1024 <&7 >"$out" 2>&1 &
+    pid=$!
+    local i
+    for ((i = 0; i < 100; i++)); do grep -q 'testpmd>' "$out" 2>/dev/null && break; sleep 0.1; done
+    echo start >&7
+    sleep 1
+    local c1 c2 t1 t2
+    c1=$(dpdk_thread_cpu_ns "$pid" "rte-worker-$dpdk_cpu"); t1=$(dpdk_now_ns)
+    echo "show port stats all" >&7
+    sleep "$dpdk_seconds"
+    c2=$(dpdk_thread_cpu_ns "$pid" "rte-worker-$dpdk_cpu"); t2=$(dpdk_now_ns)
+    echo "show port stats all" >&7
+    sleep 0.5
+    echo stop >&7; echo quit >&7
+    wait "$pid" || true
+    exec 7>&-
+    # TX-packets of port 0 and port 1 at the first show, then at the second.
+    mapfile -t tx < <(grep -o 'TX-packets: *[0-9]*' "$out" | awk '{print $2}' | tail -n 4)
+    [ "${#tx[@]}" -eq 4 ] || { echo "scripts/bench.sh: cannot read testpmd's counters:" >&2; cat "$out" >&2; return 1; }
+    local frames=$(( tx[2] + tx[3] - tx[0] - tx[1] ))
+    jq -nr --argjson f "$frames" --argjson c "$((c2 - c1))" --argjson t "$((t2 - t1))" \
+        '"RESULT testpmd_null per_direction_mpps=\($f / 2 / ($t / 1e9) / 1e6 * 1000 | round / 1000) per_direction_mpps_per_cpu_s=\($f / 2 / ($c / 1e9) / 1e6 * 1000 | round / 1000) cpu_share=\($c / $t * 100 | round / 100)"'
+}
+
+dpdk_null() {
+    say "dpdk/null: net_null0 <-> net_null1, one forwarding lcore on CPU $dpdk_cpu, 64 B, $dpdk_seconds s per measurement"
+    local exe
+    exe=$(dpdk_null_exe)
+    [ -x "$exe" ] || { echo "scripts/bench.sh: could not build the net_null benchmark" >&2; exit 1; }
+    echo "headroom: the full switch (SONiC defaults: AZURE maps, PFC 3-4 with headroom, ECN on 3-4,"
+    echo "PFC watchdog, buffer accounting), each frame a RoCEv2 DSCP 3 ECT(0) frame flooded to the"
+    echo "other port (crates/runtime/tests/dpdk_null.rs); io: the DPDK backend alone (no switch)."
+    printf '%-4s %-9s %-13s %10s %12s %7s %7s\n' run what "" "Mpps/dir" "Mpps/dir/CPUs" "CPU" load
+    local run line what
+    declare -A per_cpu
+    for ((run = 1; run <= dpdk_runs; run++)); do
+        for what in testpmd headroom io; do
+            case $what in
+                testpmd) line=$(dpdk_testpmd_null) ;;
+                headroom) line=$(BENCH_CPU=$dpdk_cpu BENCH_SECONDS=$dpdk_seconds "$exe" --ignored --exact null_forwarding_rate --nocapture 2>/dev/null | grep '^RESULT') ;;
+                io) line=$(BENCH_CPU=$dpdk_cpu BENCH_SECONDS=$dpdk_seconds "$exe" --ignored --exact null_io_rate --nocapture 2>/dev/null | grep '^RESULT') ;;
+            esac
+            [ -n "$line" ] || { echo "scripts/bench.sh: the $what measurement failed" >&2; exit 1; }
+            per_cpu[$what]=$(dpdk_field per_direction_mpps_per_cpu_s "$line")
+            printf '%-4s %-9s %-13s %10.2f %12.2f %7.2f %7s\n' "$run" "$what" "" \
+                "$(dpdk_field per_direction_mpps "$line")" "${per_cpu[$what]}" \
+                "$(dpdk_field cpu_share "$line")" "$(dpdk_load)"
+        done
+        printf '%-4s ratio per CPU-second: headroom/testpmd %.2f (aim >= 0.70), io/testpmd %.2f\n' "$run" \
+            "$(jq -n "${per_cpu[headroom]} / ${per_cpu[testpmd]}")" "$(jq -n "${per_cpu[io]} / ${per_cpu[testpmd]}")"
+    done
+}
+
+# --- veth: generator -> [g0 = s0] DUT [s1 = k0] -> sink ---------------------------------------
+
+dpdk_veth_setup() {
+    local p="hrb$$"
+    dpdk_ns_gen="$p-gen"; dpdk_ns_dut="$p-dut"; dpdk_ns_sink="$p-sink"
+    local ns
+    for ns in "$dpdk_ns_gen" "$dpdk_ns_dut" "$dpdk_ns_sink"; do
+        ip netns add "$ns"
+        dpdk_namespaces+=("$ns")
+        ip netns exec "$ns" sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6'
+    done
+    ip -n "$dpdk_ns_gen" link add g0 type veth peer name s0 netns "$dpdk_ns_dut"
+    ip -n "$dpdk_ns_dut" link add s1 type veth peer name k0 netns "$dpdk_ns_sink"
+    ip -n "$dpdk_ns_gen" link set g0 up
+    ip -n "$dpdk_ns_dut" link set s0 up
+    ip -n "$dpdk_ns_dut" link set s1 up
+    ip -n "$dpdk_ns_sink" link set k0 up
+}
+
+dpdk_counter() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
+
+# The switch configuration for the veth runs: two 10G ports on vdevs $1 (net_af_packet or
+# net_af_xdp) over s0/s1, one busy-polling lcore on $dpdk_cpu, SONiC defaults otherwise.
+dpdk_veth_config() {
+    local driver=$1 mbufs=8191
+    [ "$driver" = net_af_xdp ] && mbufs=16383
+    cat <<EOF
+[switch]
+name = "hrbench-$$"
+driver = "dpdk"
+log_level = "info"
+
+[dpdk]
+eal_args = ["--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "$dpdk_cpu",
+            "--file-prefix=hrbench-dut-$$", "--log-level=notice",
+            "$(dpdk_vdev "$driver" 0 s0)", "$(dpdk_vdev "$driver" 1 s1)"]
+mempool_mbufs = $mbufs
+mempool_cache_size = 256
+
+[port_defaults]
+speed = "10G"
+mtu = 1500
+
+[port.Ethernet0]
+device = "${driver}0"
+
+[port.Ethernet1]
+device = "${driver}1"
+
+[runtime]
+polling = "busy"
+prometheus_enable = false
+control_socket = "$dpdk_tmp/hrbench.sock"
+
+[[runtime.lcore]]
+cpu = $dpdk_cpu
+rx_ports = ["Ethernet0", "Ethernet1"]
+tx_ports = ["Ethernet0", "Ethernet1"]
+EOF
+}
+
+# The vdev arguments of the DUT's port $2 on interface $3 for PMD $1. af_packet gets 4096 ring
+# frames (8 MiB of kernel memory per ring): on a shared machine a busy-polling DUT is preempted
+# for milliseconds at a time, and the default 512-frame ring then overflows even at 40 kpps.
+dpdk_vdev() {
+    case $1 in
+        net_af_packet) echo "--vdev=net_af_packet$2,iface=$3,framecnt=4096" ;;
+        *) echo "--vdev=$1$2,iface=$3" ;;
+    esac
+}
+
+# One veth measurement: DUT $1 (headroom|testpmd) on PMD $2, generator paced to $3 kpps (0: as
+# fast as it goes). Rates are taken over the measuring interval; losses are totals after the
+# generator stopped and the DUT drained (sink rx vs generator tx, both kernel veth counters).
+# Prints a RESULT line.
+dpdk_veth_once() {
+    local dut=$1 driver=$2 pace_kpps=$3 dut_pid gen_pid mbufs=8191 out="$dpdk_tmp/dut.out"
+    [ "$driver" = net_af_xdp ] && mbufs=16384
+    local gen_vdev="--vdev=net_af_packet0,iface=g0"
+    ip netns exec "$dpdk_ns_gen" tc qdisc del dev g0 root 2>/dev/null || true
+    if [ "$pace_kpps" -gt 0 ]; then
+        # 64-byte frames: kpps x 512 kbit/s. The generator must go through the qdisc.
+        ip netns exec "$dpdk_ns_gen" tc qdisc add dev g0 root tbf rate "$((pace_kpps * 512))kbit" burst 8kb limit 64kb
+        gen_vdev="$gen_vdev,qdisc_bypass=0"
+    fi
+    local g0 k0
+    g0=$(dpdk_counter "$dpdk_ns_gen" g0 tx_packets); k0=$(dpdk_counter "$dpdk_ns_sink" k0 rx_packets)
+    if [ "$dut" = headroom ]; then
+        dpdk_veth_config "$driver" >"$dpdk_tmp/dut.toml"
+        ip netns exec "$dpdk_ns_dut" "$dpdk_headroom" run --config "$dpdk_tmp/dut.toml" >"$out" 2>&1 &
+        dut_pid=$!
+        local i; for ((i = 0; i < 100; i++)); do grep -q 'headroom running' "$out" 2>/dev/null && break; sleep 0.1; done
+    else
+        ip netns exec "$dpdk_ns_dut" dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf \
+            --file-prefix="hrbench-dut-$$" --lcores "0@$dpdk_cpu,1@$dpdk_cpu" --log-level=notice \
+            "$(dpdk_vdev "$driver" 0 s0)" "$(dpdk_vdev "$driver" 1 s1)" -- --forward-mode=io \
+            --port-topology=paired --nb-cores=1 --total-num-mbufs=$mbufs --burst=32 \
+            --rxd=1024 --txd=1024 --stats-period 1 -a >"$out" 2>&1 &
+        dut_pid=$!
+        local i; for ((i = 0; i < 100; i++)); do grep -q 'Port statistics' "$out" 2>/dev/null && break; sleep 0.1; done
+    fi
+    kill -0 "$dut_pid" 2>/dev/null || { echo "scripts/bench.sh: the $dut DUT did not start:" >&2; cat "$out" >&2; return 1; }
+    ip netns exec "$dpdk_ns_gen" dpdk-testpmd --no-huge -m 256 --no-pci --no-shconf \
+        --file-prefix="hrbench-gen-$$" --lcores "0@$dpdk_gen_cpu,1@$dpdk_gen_cpu" --log-level=notice \
+        "$gen_vdev" -- --forward-mode=txonly --port-topology=loop \
+        --txpkts=64 --burst=32 --total-num-mbufs=16384 --stats-period 1 -a \
+        >"$dpdk_tmp/gen.out" 2>&1 &
+    gen_pid=$!
+    sleep 2
+    # The DUT's forwarding thread, for its share of the CPU (ip netns exec replaced itself with
+    # the DUT, so $dut_pid is the DUT's pid).
+    local thread=headroom-lcore0
+    [ "$dut" = testpmd ] && thread=rte-worker-1
+    local g1 k1 t1 c1 g2 k2 t2 c2
+    c1=$(dpdk_thread_cpu_ns "$dut_pid" "$thread")
+    g1=$(dpdk_counter "$dpdk_ns_gen" g0 tx_packets); k1=$(dpdk_counter "$dpdk_ns_sink" k0 rx_packets); t1=$(dpdk_now_ns)
+    sleep "$dpdk_seconds"
+    c2=$(dpdk_thread_cpu_ns "$dut_pid" "$thread")
+    g2=$(dpdk_counter "$dpdk_ns_gen" g0 tx_packets); k2=$(dpdk_counter "$dpdk_ns_sink" k0 rx_packets); t2=$(dpdk_now_ns)
+    kill -INT "$gen_pid"; wait "$gen_pid" 2>/dev/null || true
+    sleep 1
+    local gen_total=$(( $(dpdk_counter "$dpdk_ns_gen" g0 tx_packets) - g0 ))
+    local sink_total=$(( $(dpdk_counter "$dpdk_ns_sink" k0 rx_packets) - k0 ))
+    if [ "$dut" = headroom ]; then kill -TERM "$dut_pid"; else kill -INT "$dut_pid"; fi
+    wait "$dut_pid" 2>/dev/null || true
+    if [ "$dut" = headroom ] && ! grep -q 'every mbuf is back in the pool' "$out"; then
+        echo "scripts/bench.sh: headroom did not report every mbuf back:" >&2; tail -20 "$out" >&2; return 1
+    fi
+    jq -nr --argjson g "$((g2 - g1))" --argjson k "$((k2 - k1))" --argjson t "$((t2 - t1))" \
+        --argjson gt "$gen_total" --argjson st "$sink_total" --argjson c "$((c2 - c1))" \
+        '"RESULT generated_kpps=\($g / ($t / 1e9) / 1e3 | round) delivered_kpps=\($k / ($t / 1e9) / 1e3 | round) generated=\($gt) lost=\($gt - $st) lost_share=\(if $gt > 0 then ($gt - $st) / $gt * 10000 | round / 10000 else 0 end) cpu_share=\($c / $t * 100 | round / 100)"'
+}
+
+dpdk_veth() {
+    need ip "apt-get install iproute2"
+    need tc "apt-get install iproute2"
+    say "dpdk/veth: testpmd txonly (64 B, CPU $dpdk_gen_cpu) -> g0=s0 -> DUT (CPU $dpdk_cpu) -> s1=k0 -> sink, $dpdk_seconds s per measurement"
+    echo "max: the generator as fast as it goes (the DUT's capacity); ${dpdk_pace_kpps} kpps: paced with tbf on g0."
+    echo "lost: generator tx - sink rx after the generator stopped and the DUT drained."
+    cargo build --release -p headroom-cli --features dpdk >&2
+    dpdk_headroom="$target_dir/release/headroom"
+    dpdk_veth_setup
+    printf '%-4s %-9s %-14s %-9s %9s %9s %10s %8s %8s %5s %6s\n' run pace vdev DUT "gen kpps" "sink kpps" generated lost "lost %" CPU load
+    local run driver dut line pace
+    for ((run = 1; run <= dpdk_runs; run++)); do
+        for pace in 0 "$dpdk_pace_kpps"; do
+            for driver in net_af_packet net_af_xdp; do
+                for dut in testpmd headroom; do
+                    line=$(dpdk_veth_once "$dut" "$driver" "$pace") || exit 1
+                    printf '%-4s %-9s %-14s %-9s %9s %9s %10s %8s %8.2f %5s %6s\n' "$run" \
+                        "$([ "$pace" -gt 0 ] && echo "${pace}k" || echo max)" "$driver" "$dut" \
+                        "$(dpdk_field generated_kpps "$line")" "$(dpdk_field delivered_kpps "$line")" \
+                        "$(dpdk_field generated "$line")" "$(dpdk_field lost "$line")" \
+                        "$(jq -n "$(dpdk_field lost_share "$line") * 100")" \
+                        "$(dpdk_field cpu_share "$line")" "$(dpdk_load)"
+                done
+            done
+        done
+    done
+}
+
+section_dpdk() {
+    need dpdk-testpmd "apt-get install dpdk"
+    [ "$(id -u)" -eq 0 ] || { echo "scripts/bench.sh: the dpdk section needs root (vdevs on veths, namespaces)" >&2; exit 1; }
+    dpdk_tmp=$(mktemp -d)
+    trap dpdk_cleanup EXIT
+    say "dpdk: headroom on DPDK vs dpdk-testpmd io, same vdevs and CPUs"
+    machine
+    local part
+    for part in $dpdk_parts; do
+        case $part in
+            null) dpdk_null ;;
+            veth) dpdk_veth ;;
+            *) echo "scripts/bench.sh: unknown BENCH_DPDK_PARTS entry $part" >&2; exit 1 ;;
+        esac
+    done
+}
+
+# ------------------------------------------------------------------------------------------------
+# end of the DPDK section ------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------
+
+
+section_afpacket() {
+    say "afpacket: headroom (AF_PACKET) vs the Linux bridge on veths"
+    [ -x scripts/bench/afpacket.sh ] || { echo "scripts/bench.sh: scripts/bench/afpacket.sh is missing" >&2; exit 1; }
+    scripts/bench/afpacket.sh
 }
 
 selected=("$@")

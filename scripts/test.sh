@@ -59,6 +59,22 @@ else
     cargo test --workspace --locked --no-fail-fast
 fi
 
+# --- 3b. DPDK (cargo feature `dpdk`) --------------------------------------------------------------
+# The crates that have a `dpdk` feature, built against the system DPDK (libdpdk-dev, installed
+# above): clippy, then their tests. The DPDK tests start EAL without hugepages (--no-huge) and
+# put vdevs (net_null, net_ring, net_af_packet, net_af_xdp) on veth pairs in network namespaces:
+# they need root, which CI has, and fail rather than skip without it. Each test file is its own
+# process with its own EAL and --file-prefix.
+dpdk_crates=(headroom-dpdk-sys headroom-dpdk headroom-runtime headroom-cli)
+for crate in "${dpdk_crates[@]}"; do
+    say "cargo clippy -p $crate --features dpdk"
+    cargo clippy -p "$crate" --features dpdk --all-targets --locked -- -D warnings
+done
+for crate in "${dpdk_crates[@]}"; do
+    say "cargo test -p $crate --features dpdk"
+    cargo test -p "$crate" --features dpdk --locked --no-fail-fast
+done
+
 # --- 4. fuzz smoke -------------------------------------------------------------------------------
 if [ "${HEADROOM_TEST_QUICK:-0}" != 1 ] && [ -x scripts/fuzz-smoke.sh ]; then
     say "fuzz smoke run"

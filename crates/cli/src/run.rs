@@ -22,18 +22,27 @@ const EXIT_START_FAILED: u8 = 1;
 enum AnyBackend {
     AfPacket(AfPacketBackend),
     Memory(MemoryBackend),
+    #[cfg(feature = "dpdk")]
+    Dpdk(Box<headroom_runtime::dpdk::DpdkBackend>),
 }
 
 fn backend_for(config: &Config) -> Result<AnyBackend, String> {
-    let pool = FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(config)))
-        .map_err(|e| e.to_string())?;
+    let pool = || {
+        FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(config)))
+            .map_err(|e| e.to_string())
+    };
     match config.switch.driver {
         Driver::AfPacket => Ok(AnyBackend::AfPacket(AfPacketBackend::new(
-            pool,
+            pool()?,
             AfPacketConfig::default(),
             true,
         ))),
-        Driver::Memory => Ok(AnyBackend::Memory(MemoryBackend::new(pool, 1024))),
+        Driver::Memory => Ok(AnyBackend::Memory(MemoryBackend::new(pool()?, 1024))),
+        #[cfg(feature = "dpdk")]
+        Driver::Dpdk => headroom_runtime::dpdk::DpdkBackend::from_config(config)
+            .map(|b| AnyBackend::Dpdk(Box::new(b)))
+            .map_err(|e| e.to_string()),
+        #[cfg(not(feature = "dpdk"))]
         Driver::Dpdk => {
             Err("this headroom was built without DPDK support (cargo feature `dpdk`)".into())
         }
@@ -45,13 +54,18 @@ fn start_any(config: &Config, backend: &mut AnyBackend) -> Result<Running, Strin
     match backend {
         AnyBackend::AfPacket(b) => start(spec, b).map_err(|e| e.to_string()),
         AnyBackend::Memory(b) => start(spec, b).map_err(|e| e.to_string()),
+        #[cfg(feature = "dpdk")]
+        AnyBackend::Dpdk(b) => start(spec, b.as_mut()).map_err(|e| e.to_string()),
     }
 }
 
-fn pool_full(backend: &AnyBackend) -> bool {
+fn pool_full(backend: &mut AnyBackend) -> bool {
     match backend {
         AnyBackend::AfPacket(b) => pool_is_full(b.pool_stats()),
         AnyBackend::Memory(b) => pool_is_full(b.pool_stats()),
+        // Closing the ports gives back the mbufs in their RX rings; the check logs itself.
+        #[cfg(feature = "dpdk")]
+        AnyBackend::Dpdk(b) => b.close_ports().is_full_but_af_xdp(),
     }
 }
 
@@ -206,15 +220,22 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
     let shared = running.stop();
     print_counters(&shared, &control);
     drop(shared);
-    if !pool_full(&backend) {
+    if !pool_full(&mut backend) {
         tracing::error!("frame buffers were not all returned to the pool");
     }
     ExitCode::SUCCESS
 }
 
-/// Starts a configuration on a fresh backend (ports reopened).
+/// Starts a configuration on a fresh backend (ports reopened). A DPDK backend is kept instead
+/// (EAL and its ports exist once per process): its ports are lent to the new lcores.
 fn restart(config: &Config, backend: &mut AnyBackend) -> Result<Running, String> {
-    *backend = backend_for(config)?;
+    match backend {
+        #[cfg(feature = "dpdk")]
+        AnyBackend::Dpdk(b) if config.switch.driver == Driver::Dpdk => {
+            b.reconfigure_from(config).map_err(|e| e.to_string())?;
+        }
+        _ => *backend = backend_for(config)?,
+    }
     start_any(config, backend)
 }
 

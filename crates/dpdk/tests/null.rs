@@ -196,3 +196,60 @@ fn alloc_frame_zeroes_recycled_mbufs() {
     }
     assert_pool_full(&pool, "after three rounds");
 }
+
+/// A plain thread registered with EAL gets its own lcore id (not one of EAL's), and with it a
+/// mempool cache whose mbufs still count as available. Unregistering frees the id for the next
+/// thread.
+#[test]
+fn registered_threads_get_an_lcore_id_and_a_mempool_cache() {
+    let eal = common::eal(VDEVS);
+    let pool = Mempool::new(eal, "null_register", 511, 64, DEFAULT_DATA_ROOM_BYTES).expect("pool");
+    let eal_lcores = eal.lcore_count();
+    let first = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                assert_eq!(
+                    headroom_dpdk::sys::lcore_id(),
+                    headroom_dpdk::sys::LCORE_ID_ANY
+                );
+                let id = eal.register_current_thread().expect("register");
+                assert_ne!(id, headroom_dpdk::sys::LCORE_ID_ANY);
+                assert!(
+                    id >= eal_lcores,
+                    "lcore {id} is not one of EAL's {eal_lcores}"
+                );
+                assert_eq!(
+                    eal.register_current_thread().expect("again"),
+                    id,
+                    "idempotent"
+                );
+                let frames: Vec<_> = (0..8)
+                    .map(|_| pool.alloc_frame(64).expect("mbuf"))
+                    .collect();
+                assert_eq!(pool.in_use(), 8);
+                drop(frames);
+                // Freed into this lcore's cache, which `available` counts.
+                assert_eq!(pool.available(), pool.capacity());
+                eal.unregister_current_thread();
+                assert_eq!(
+                    headroom_dpdk::sys::lcore_id(),
+                    headroom_dpdk::sys::LCORE_ID_ANY
+                );
+                id
+            })
+            .join()
+            .expect("thread")
+    });
+    let second = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let id = eal.register_current_thread().expect("register");
+                eal.unregister_current_thread();
+                id
+            })
+            .join()
+            .expect("thread")
+    });
+    assert_eq!(first, second, "an unregistered lcore id is reused");
+    assert_pool_full(&pool, "after the registered threads");
+}

@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod clock;
 pub mod control;
+pub mod dpdk;
 pub mod lcore;
 pub mod mirror;
 pub mod plan;
