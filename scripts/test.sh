@@ -70,10 +70,13 @@ for crate in "${dpdk_crates[@]}"; do
     say "cargo clippy -p $crate --features dpdk"
     cargo clippy -p "$crate" --features dpdk --all-targets --locked -- -D warnings
 done
-for crate in "${dpdk_crates[@]}"; do
+for crate in headroom-dpdk-sys headroom-dpdk headroom-runtime; do
     say "cargo test -p $crate --features dpdk"
     cargo test -p "$crate" --features dpdk --locked --no-fail-fast
 done
+# The binary's end-to-end suite already ran above on AF_PACKET; with DPDK, the lab on vdevs.
+say "cargo test -p headroom-cli --features dpdk --test lab_dpdk"
+cargo test -p headroom-cli --features dpdk --locked --no-fail-fast --test lab_dpdk
 
 # --- 4. fuzz smoke -------------------------------------------------------------------------------
 if [ "${HEADROOM_TEST_QUICK:-0}" != 1 ] && [ -x scripts/fuzz-smoke.sh ]; then

@@ -75,6 +75,10 @@ struct UpArgs {
     /// Log format of the switch; overrides `switch.log_format`.
     #[arg(long, value_enum)]
     log_format: Option<logging::Format>,
+    /// How the switch reaches its ports: AF_PACKET sockets, or DPDK vdevs on the same veths
+    /// (`dpdk`: net_af_packet, `dpdk-af-xdp`: net_af_xdp; needs a build with `--features dpdk`).
+    #[arg(long, value_enum, default_value_t)]
+    driver: config::LabDriver,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -127,7 +131,8 @@ fn up(args: &UpArgs) -> ExitCode {
 }
 
 fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
-    let spec = LabSpec::new(&args.prefix, args.hosts, &args.speed);
+    let mut spec = LabSpec::new(&args.prefix, args.hosts, &args.speed);
+    spec.driver = args.driver;
     spec.check().map_err(LabError::Refused)?;
     // The configuration first: a bad --speed or --config is refused before anything is built.
     let generated = spec.config_toml();
@@ -200,6 +205,10 @@ fn print_warnings(warnings: &[headroom_config::Warning]) {
 
 /// A user configuration must name only devices of this lab.
 fn check_devices(spec: &LabSpec, config: &headroom_config::Config) -> Result<(), LabError> {
+    if config.switch.driver == headroom_config::Driver::Dpdk {
+        // DPDK ports are vdevs (net_af_packet0, ...) whose interfaces are in `[dpdk] eal_args`.
+        return Ok(());
+    }
     let devices: Vec<String> = (0..spec.hosts).map(switch_device).collect();
     for port in &config.ports {
         if !devices.contains(&port.device) {

@@ -516,7 +516,10 @@ fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool
     // Port 0 takes 45 % of the shared pool: below its own limit (α = 1: s < F − s).
     let reserved = params.cells(params.ports[0].pgs[3].reserved_bytes);
     for _ in 0..(reserved + free_total * 45 / 100).div_ceil(cells) {
-        lab.rx(0, ipv4_frame(HOST_A, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN));
+        lab.rx(
+            0,
+            ipv4_frame(HOST_A, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN),
+        );
     }
     assert!(lab.pfc_out(0).is_empty(), "port 0 is below its limit");
     let s0 = lab.sw.ingress().buffers().pg(0, 3).shared_used;
@@ -524,7 +527,10 @@ fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool
     // (α × free = F − s0 − s1) falls to its use: s0 ≥ F − s0 − s1.
     let mut n = 0;
     loop {
-        lab.rx(1, ipv4_frame(HOST_B, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN));
+        lab.rx(
+            1,
+            ipv4_frame(HOST_B, HOST_C, LOSSLESS_DSCP, Ecn::Ect0, FRAME_LEN),
+        );
         n += 1;
         assert!(n < 100_000, "port 0 never paused");
         let s1 = lab.sw.ingress().buffers().pg(1, 3).shared_used;
@@ -534,10 +540,16 @@ fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool
             assert!(!predicted, "port 0 should have paused at s1 = {s1}");
         } else {
             assert!(predicted, "port 0 paused early at s1 = {s1}");
-            assert_eq!((pfc[0].class_enable, pfc[0].pause_quanta[3]), (0b1000, 0xFFFF));
+            assert_eq!(
+                (pfc[0].class_enable, pfc[0].pause_quanta[3]),
+                (0b1000, 0xFFFF)
+            );
             break;
         }
     }
-    assert!(lab.pfc_out(1).is_empty(), "port 1 is still below its own limit");
+    assert!(
+        lab.pfc_out(1).is_empty(),
+        "port 1 is still below its own limit"
+    );
     lab.sw.check_invariants();
 }

@@ -69,6 +69,20 @@ pub struct LabSpec {
     pub ecn: EcnThresholds,
     /// CPU of the switch's single lcore.
     pub cpu: usize,
+    /// How the switch reaches its ports.
+    pub driver: LabDriver,
+}
+
+/// How the lab's switch reaches its veth ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LabDriver {
+    /// Linux AF_PACKET sockets (the default; works without DPDK).
+    #[default]
+    Afpacket,
+    /// DPDK's net_af_packet vdevs (a build with `--features dpdk`).
+    Dpdk,
+    /// DPDK's net_af_xdp vdevs (a build with `--features dpdk`).
+    DpdkAfXdp,
 }
 
 impl LabSpec {
@@ -81,6 +95,7 @@ impl LabSpec {
             speed: speed.to_owned(),
             ecn: EcnThresholds::LAB,
             cpu: 0,
+            driver: LabDriver::Afpacket,
         }
     }
 
@@ -154,7 +169,7 @@ impl LabSpec {
 
 [switch]
 name = "{name}"
-driver = "afpacket"
+driver = "{driver}"
 mac = "02:68:72:00:00:00"
 ecn_seed = 42
 pfc_storm_alarm_frames_per_second = 2000
@@ -211,16 +226,46 @@ tx_ports = [{ports}]
             max = self.ecn.max_bytes,
             prob = self.ecn.probability_percent,
             cpu = self.cpu,
+            driver = if self.driver == LabDriver::Afpacket {
+                "afpacket"
+            } else {
+                "dpdk"
+            },
         );
-        for i in 0..self.hosts {
+        if let Some(vdev) = self.dpdk_vdev() {
+            let ifaces: Vec<String> = (0..self.hosts).map(switch_device).collect();
+            let ifaces: Vec<&str> = ifaces.iter().map(String::as_str).collect();
+            let eal = headroom_runtime::dpdk::lab_eal_args(
+                &ifaces,
+                vdev,
+                &format!("{}-sw", self.prefix),
+                self.cpu,
+            );
+            let eal: Vec<String> = eal.iter().map(|a| format!("{a:?}")).collect();
             let _ = write!(
                 t,
-                "\n[port.{}]\ndevice = \"{}\"\n",
-                port_name(i),
-                switch_device(i)
+                "\n# DPDK: one vdev per switch-side veth, no hugepages.\n[dpdk]\neal_args = [{}]\nmempool_mbufs = {}\nmempool_cache_size = 256\n",
+                eal.join(", "),
+                headroom_runtime::dpdk::lab_mempool_mbufs(vdev, self.hosts)
             );
         }
+        for i in 0..self.hosts {
+            let device = self
+                .dpdk_vdev()
+                .map_or_else(|| switch_device(i), |v| v.device_name(i));
+            let _ = write!(t, "\n[port.{}]\ndevice = \"{}\"\n", port_name(i), device);
+        }
         t
+    }
+
+    /// The DPDK vdev kind, when the lab runs on DPDK.
+    #[must_use]
+    pub fn dpdk_vdev(&self) -> Option<headroom_runtime::dpdk::LabVdev> {
+        match self.driver {
+            LabDriver::Afpacket => None,
+            LabDriver::Dpdk => Some(headroom_runtime::dpdk::LabVdev::AfPacket),
+            LabDriver::DpdkAfXdp => Some(headroom_runtime::dpdk::LabVdev::AfXdp),
+        }
     }
 }
 
