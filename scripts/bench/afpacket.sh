@@ -41,6 +41,7 @@
 #                   others' builds compete for the CPUs; the bridge works in softirq, which no
 #                   nice value affects)
 #   OUT=dir         results directory          (default: a new /tmp/headroom-bench-afpacket.*)
+#   SUMMARY_OF=dir  only print the summary of the results in dir (no root needed)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -69,17 +70,6 @@ gen_pid="" dut_pid=""
 die() { echo "afpacket.sh: $*" >&2; exit 1; }
 log() { echo "[$(date +%T)] $*" >&2; }
 
-# --- checks -------------------------------------------------------------------------------------
-[[ $(id -u) == 0 ]] || die "needs root (network namespaces, AF_PACKET)"
-for tool in ip "$TESTPMD" python3 taskset timeout awk; do
-    command -v "$tool" >/dev/null || die "missing tool: $tool"
-done
-[[ -x $HEADROOM ]] || die "no headroom binary at $HEADROOM (cargo build --release -p headroom-cli)"
-cpus=$(nproc --all)
-((GEN_CPU < cpus && DUT_CPU < cpus && GEN_CPU != DUT_CPU)) || die "GEN_CPU and DUT_CPU must be two different CPUs of $cpus"
-mkdir -p "$OUT"
-results=$OUT/results.tsv
-
 # --- cleanup ------------------------------------------------------------------------------------
 # Stops a process we started (by its pid): SIGTERM, then SIGKILL after `grace` seconds.
 stop_pid() {
@@ -107,9 +97,6 @@ cleanup() {
     log "results and logs in $OUT"
     exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- topology -----------------------------------------------------------------------------------
 setup_topology() {
@@ -370,58 +357,78 @@ print("-")' "$OUT/$name.ports.json")
 # --- summary ------------------------------------------------------------------------------------
 summary() {
     echo
-    echo "Forwarding rate over ${DURATION} s intervals, $REPS run(s); generator on CPU $GEN_CPU, DUT on CPU $DUT_CPU,"
-    echo "RPS=$RPS, bridge-nf=$BRIDGE_NF, nice $NICE. Delivered = frames counted by the sink; Gb/s of L2 bytes"
-    echo "(no FCS, preamble or gap). min..max over runs. CPU: % of one CPU (softirq of the generator's CPU;"
-    echo "user+system time of the testpmd and DUT processes); ns/frame = DUT process CPU time per delivered frame."
+    sed -n 's/^settings: /Settings: /p' "$OUT/setup.txt"
+    echo "Delivered = frames counted by the sink; Gb/s of L2 bytes (no FCS, preamble or gap)."
+    echo "med = median over runs, then (min..max). CPU: % of one CPU, user+system"
+    echo "time of the testpmd and headroom processes (softirq work done in a process's context is in its"
+    echo "system time, so the bridge's forwarding shows up in testpmd's)."
     echo
     awk -F'\t' '
     NR == 1 { next }
     {
         k = $2 "\t" $3
-        if (!(k in n)) order[++keys] = k
-        n[k]++
-        upd(k, "gen", $5); upd(k, "del", $8); upd(k, "gbps", $9); upd(k, "loss", $10)
-        upd(k, "gsi", $12); upd(k, "tp", $16 + $17); upd(k, "load", $4); upd(k, "nsf", $20)
-        if ($3 ~ /^headroom/) upd(k, "dut", $18 + $19)
+        if (!(k in seen)) { order[++keys] = k; seen[k] = 1 }
+        add(k, "gen", $5); add(k, "del", $8); add(k, "gbps", $9); add(k, "loss", $10)
+        add(k, "tp", $16 + $17); add(k, "load", $4)
+        # Microseconds of CPU per frame: testpmd process time per generated frame (generation,
+        # veth, and whatever softirq work the frame causes on the generator CPU: for the bridge,
+        # all of the forwarding), and the DUT process time per delivered frame.
+        if ($5 > 0) add(k, "tpus", ($16 + $17) / 100 / $5)
+        if ($3 ~ /^headroom/) { add(k, "dut", $18 + $19); if ($8 > 0) add(k, "dutus", ($18 + $19) / 100 / $8) }
         if ($3 == "bridge") bridge[$1 "\t" $2] = $8
-        if ($3 ~ /^headroom/) hr[$1 "\t" $2 "\t" $3] = $8
+        if ($3 ~ /^headroom/) { hr[$1 "\t" $2 "\t" $3] = $8; hrk[$2 "\t" $3] = 1 }
         if ($3 ~ /^headroom/ && $26 != "-") {
             txcheck[k] = txcheck[k] sprintf(" %s/%d", $26, $22 + $23)
             rxcheck[k] = rxcheck[k] sprintf(" %s+%s/%d", $24, $25, $21)
         }
     }
-    function upd(k, f, v) {
-        if (v == "-") return
-        if (!((k, f, "min") in r) || v + 0 < r[k, f, "min"]) r[k, f, "min"] = v + 0
-        if (!((k, f, "max") in r) || v + 0 > r[k, f, "max"]) r[k, f, "max"] = v + 0
+    function add(k, f, v) { if (v == "-" || v == "") return; V[k, f, ++N[k, f]] = v + 0 }
+    function sorted(k, f,    i, j, t) {
+        for (i = 1; i <= N[k, f]; i++) S[i] = V[k, f, i]
+        for (i = 2; i <= N[k, f]; i++) { t = S[i]; for (j = i - 1; j > 0 && S[j] > t; j--) S[j + 1] = S[j]; S[j + 1] = t }
+        return N[k, f]
     }
-    function rng(k, f, fmt) {
-        if (!((k, f, "min") in r)) return "-"
-        return sprintf(fmt "..", r[k, f, "min"]) sprintf(fmt, r[k, f, "max"])
+    function med(k, f,    n) { n = sorted(k, f); if (!n) return ""; return n % 2 ? S[(n + 1) / 2] : (S[n / 2] + S[n / 2 + 1]) / 2 }
+    function stat(k, f, fmt,    n, m) {
+        n = sorted(k, f); if (!n) return "-"
+        m = n % 2 ? S[(n + 1) / 2] : (S[n / 2] + S[n / 2 + 1]) / 2
+        return sprintf(fmt " (" fmt ".." fmt ")", m, S[1], S[n])
     }
     END {
-        fmt = "%-5s %-18s %-13s %-13s %-11s %-11s %-9s %-9s %-9s %-10s %-9s\n"
-        printf fmt, "size", "DUT", "gen Mpps", "deliv. Mpps", "deliv. Gb/s", "loss %", "gen SI %", "testpmd %", "DUT %", "ns/frame", "load"
+        fmt = "%-5s %-18s %-22s %-22s %-20s %-18s %-14s %-14s %-14s\n"
+        printf fmt, "size", "DUT", "gen Mpps med (range)", "deliv. Mpps med", "deliv. Gb/s med", "loss %", "testpmd CPU %", "DUT CPU %", "load"
         for (i = 1; i <= keys; i++) {
             k = order[i]; split(k, p, "\t")
-            printf fmt, p[1], p[2], rng(k, "gen", "%.3f"), rng(k, "del", "%.3f"), rng(k, "gbps", "%.2f"),
-                rng(k, "loss", "%.1f"), rng(k, "gsi", "%.0f"), rng(k, "tp", "%.0f"), rng(k, "dut", "%.0f"),
-                rng(k, "nsf", "%.0f"), rng(k, "load", "%.1f")
+            printf fmt, p[1], p[2], stat(k, "gen", "%.3f"), stat(k, "del", "%.3f"), stat(k, "gbps", "%.2f"),
+                stat(k, "loss", "%.1f"), stat(k, "tp", "%.0f"), stat(k, "dut", "%.0f"), stat(k, "load", "%.1f")
         }
         print ""
-        print "Ratio headroom / bridge (delivered Mpps), per run:"
-        m = 0
-        for (key in hr) {
-            split(key, p, "\t")
-            bk = p[1] "\t" p[2]
-            if (bk in bridge && bridge[bk] > 0) {
-                line = sprintf("  %5s B %-18s run %2d: %.2f", p[2], p[3], p[1], hr[key] / bridge[bk])
-                sorted[++m] = sprintf("%05d %-18s %03d", p[2], p[3], p[1]) "|" line
+        print "Ratio headroom / bridge of delivered Mpps, per run (run 1, 2, ...) and median:"
+        for (i = 1; i <= keys; i++) {
+            k = order[i]; if (!(k in hrk)) continue
+            split(k, p, "\t"); line = ""; delete R; nr = 0
+            for (run = 1; run <= 1000; run++) {
+                hkey = run "\t" k; bkey = run "\t" p[1]
+                if (!(hkey in hr)) { if (run > 1 && !(bkey in bridge)) break; continue }
+                if (bkey in bridge && bridge[bkey] > 0) { r = hr[hkey] / bridge[bkey]; line = line sprintf(" %.2f", r); V["ratio" k, "r", ++nr] = r; N["ratio" k, "r"] = nr }
+                else line = line " -"
             }
+            printf "  %5s B %-18s%s   median %s\n", p[1], p[2], line, nr ? sprintf("%.2f", med("ratio" k, "r")) : "-"
         }
-        for (i = 2; i <= m; i++) { v = sorted[i]; j = i - 1; while (j > 0 && sorted[j] > v) { sorted[j + 1] = sorted[j]; j-- } sorted[j + 1] = v }
-        for (i = 1; i <= m; i++) { split(sorted[i], q, "|"); print q[2] }
+        print ""
+        print "CPU cost per frame (medians over runs; robust to how much CPU the shared machine gave us):"
+        print "  testpmd us/frame: testpmd CPU time per generated frame (for the bridge this includes all of its"
+        print "  forwarding, done in softirq in testpmd'"'"'s context); DUT us/frame: headroom CPU time per delivered"
+        print "  frame; est. Mpps: the rate if each process had a whole CPU = min(1/testpmd us, 1/DUT us)."
+        fmt = "  %-5s %-18s %-18s %-14s %-12s\n"
+        printf fmt, "size", "DUT", "testpmd us/frame", "DUT us/frame", "est. Mpps"
+        for (i = 1; i <= keys; i++) {
+            k = order[i]; split(k, p, "\t")
+            t = med(k, "tpus"); d = med(k, "dutus")
+            est = "-"
+            if (t != "" && t > 0) { e = 1 / t; if (d != "" && d > 0 && 1 / d < e) e = 1 / d; est = sprintf("%.3f", e) }
+            printf fmt, p[1], p[2], t == "" ? "-" : sprintf("%.2f", t), d == "" ? "-" : sprintf("%.2f", d), est
+        }
         print ""
         print "Counter checks over each DUT lifetime, per run:"
         print "  TX: headroom Ethernet1 TX frames / (sink rx_packets + veth B tx_dropped)"
@@ -437,7 +444,33 @@ summary() {
     }' "$results"
 }
 
+# --- checks -------------------------------------------------------------------------------------
+preflight() {
+    [[ $(id -u) == 0 ]] || die "needs root (network namespaces, AF_PACKET)"
+    for tool in ip "$TESTPMD" python3 taskset timeout awk nice; do
+        command -v "$tool" >/dev/null || die "missing tool: $tool"
+    done
+    [[ -x $HEADROOM ]] || die "no headroom binary at $HEADROOM (cargo build --release -p headroom-cli)"
+    local cpus
+    cpus=$(nproc --all)
+    ((GEN_CPU < cpus && DUT_CPU < cpus && GEN_CPU != DUT_CPU)) ||
+        die "GEN_CPU and DUT_CPU must be two different CPUs of $cpus"
+}
+
 # --- main ---------------------------------------------------------------------------------------
+if [[ -n ${SUMMARY_OF:-} ]]; then
+    # Only print the summary of an earlier run's results.
+    OUT=$SUMMARY_OF results=$SUMMARY_OF/results.tsv
+    [[ -r $results ]] || die "no $results"
+    summary
+    exit 0
+fi
+preflight
+mkdir -p "$OUT"
+results=$OUT/results.tsv
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 {
     echo "date: $(date -Is)"
     echo "host: $(uname -nr), $(nproc --all) CPUs: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
