@@ -22,9 +22,11 @@
 # Rates are counter deltas over DURATION seconds after WARMUP seconds of traffic. The results
 # (one line per measurement), the logs and the summary are kept in OUT.
 #
-# Needs root, iproute2, dpdk-testpmd (Debian: dpdk), python3, a release build of headroom
+# Needs root, iproute2, dpdk-testpmd (Debian 12: package dpdk-dev), python3, a release build of headroom
 # (cargo build --release -p headroom-cli). Everything it creates (namespaces, veths, processes,
-# DPDK runtime dir) is removed on exit, also on Ctrl-C or an error.
+# DPDK runtime dir) is removed on exit, also on Ctrl-C or an error. Progress goes to stderr; the
+# summary to stdout and OUT/summary.txt. Exit status 0 when every measurement ran. Results and
+# their analysis: docs/perf-afpacket.md.
 #
 # Settings (environment):
 #   HEADROOM=path   headroom binary            (default: target/release/headroom of this repo)
@@ -37,9 +39,8 @@
 #   RPS=0|1         1: steer the DUT ingress veth's kernel receive work to DUT_CPU (RPS)
 #   BRIDGE_NF=0|1   br_netfilter's bridge-nf-call-{ip,ip6,arp}tables in the DUT namespace
 #                   (default 0: the bridge's best case; 1 is the usual kernel default)
-#   NICE=n          nice value of testpmd and headroom (default 0; e.g. -10 on a machine where
-#                   others' builds compete for the CPUs; the bridge works in softirq, which no
-#                   nice value affects)
+#   NICE=n          nice value of testpmd and headroom (default 0). Only competes with processes
+#                   of the same cgroup; the bridge works in softirq, which no nice value affects
 #   OUT=dir         results directory          (default: a new /tmp/headroom-bench-afpacket.*)
 #   SUMMARY_OF=dir  only print the summary of the results in dir (no root needed)
 set -euo pipefail
@@ -56,7 +57,7 @@ DUT_CPU=${DUT_CPU:-1}
 RPS=${RPS:-0}
 BRIDGE_NF=${BRIDGE_NF:-0}
 NICE=${NICE:-0}
-OUT=${OUT:-$(mktemp -d /tmp/headroom-bench-afpacket.XXXXXX)}
+OUT=${OUT:-}
 TESTPMD=${TESTPMD:-dpdk-testpmd}
 
 tag=hb$(($$ % 100000))
@@ -221,7 +222,7 @@ start_dut() {
         done
         learn_frame
         deadline=$((SECONDS + 5))
-        until "$HEADROOM" show fdb -s "$OUT/$tag.sock" 2>/dev/null | grep -qi "$LEARN_MAC"; do
+        until timeout 10 "$HEADROOM" show fdb -s "$OUT/$tag.sock" 2>/dev/null | grep -qi "$LEARN_MAC"; do
             ((SECONDS < deadline)) || die "headroom did not learn $LEARN_MAC"
             sleep 0.1
         done
@@ -237,8 +238,8 @@ stop_dut() {
         ip -n "$ns_dut" link del br0
         ;;
     headroom-*)
-        "$HEADROOM" show ports -s "$OUT/$tag.sock" >"$OUT/$name.ports" 2>&1 || true
-        "$HEADROOM" show ports -s "$OUT/$tag.sock" --json >"$OUT/$name.ports.json" 2>&1 || true
+        timeout 10 "$HEADROOM" show ports -s "$OUT/$tag.sock" >"$OUT/$name.ports" 2>&1 || true
+        timeout 10 "$HEADROOM" show ports -s "$OUT/$tag.sock" --json >"$OUT/$name.ports.json" 2>&1 || true
         stop_pid "$dut_pid" TERM 15
         dut_pid=""
         ;;
@@ -466,6 +467,7 @@ if [[ -n ${SUMMARY_OF:-} ]]; then
     exit 0
 fi
 preflight
+[[ -n $OUT ]] || OUT=$(mktemp -d /tmp/headroom-bench-afpacket.XXXXXX)
 mkdir -p "$OUT"
 results=$OUT/results.tsv
 trap cleanup EXIT
