@@ -26,7 +26,7 @@
 # (cargo build --release -p headroom-cli). Everything it creates (namespaces, veths, processes,
 # DPDK runtime dir) is removed on exit, also on Ctrl-C or an error. Progress goes to stderr; the
 # summary to stdout and OUT/summary.txt. Exit status 0 when every measurement ran. Results and
-# their analysis: docs/perf-afpacket.md.
+# their analysis: docs/perf.md (section "Forwarding rate on AF_PACKET").
 #
 # Settings (environment):
 #   HEADROOM=path   headroom binary            (default: target/release/headroom of this repo)
