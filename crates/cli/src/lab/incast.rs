@@ -80,6 +80,20 @@ const LAB_TIMESCALE_DCQCN: &[(&str, &str)] = &[
 /// Also for nvidia mode: at most one cut per alpha period.
 const LAB_TIMESCALE_NVIDIA: &[(&str, &str)] = &[("--rate_reduce_monitor_period", "1000")];
 
+/// rocegen's flags for the `lab` DCQCN timescale in `mode`.
+fn lab_timescale_args(mode: Dcqcn) -> Vec<String> {
+    let nvidia = match mode {
+        Dcqcn::Off => return Vec::new(),
+        Dcqcn::Paper => &[][..],
+        Dcqcn::Nvidia => LAB_TIMESCALE_NVIDIA,
+    };
+    LAB_TIMESCALE_DCQCN
+        .iter()
+        .chain(nvidia)
+        .flat_map(|(flag, value)| [(*flag).to_owned(), (*value).to_owned()])
+        .collect()
+}
+
 /// On or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(super) enum OnOff {
@@ -466,24 +480,28 @@ fn thread_ticks(pid: u32) -> BTreeMap<String, u64> {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };
-        // `pid (comm) state ...`: the name may hold spaces and parentheses, the fields after
-        // the last ')' do not. utime and stime are fields 14 and 15 (proc(5)), the 12th and 13th
-        // after the ')'.
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let name = format!(
-            "{}/{}",
-            &stat[open + 1..close],
-            task.file_name().to_string_lossy()
-        );
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-        if let (Some(user), Some(system)) = (field(11), field(12)) {
-            ticks.insert(name, user + system);
+        if let Some((name, used)) = stat_ticks(&stat) {
+            ticks.insert(
+                format!("{name}/{}", task.file_name().to_string_lossy()),
+                used,
+            );
         }
     }
     ticks
+}
+
+/// A thread's name and CPU time (user + system ticks) from its `/proc/.../stat` line.
+fn stat_ticks(stat: &str) -> Option<(&str, u64)> {
+    // `pid (comm) state ...`: the name may hold spaces and parentheses, the fields after the
+    // last ')' do not. utime and stime are fields 14 and 15 (proc(5)), the 12th and 13th after
+    // the ')'.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?;
+    let mut fields = stat.get(close + 1..)?.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((name, user + system))
 }
 
 /// The busiest thread between two samples: (name, percent of one CPU).
@@ -710,6 +728,11 @@ fn wire_bytes_per_message(size: u64, mtu: u64, tagged: bool) -> u64 {
     }
 }
 
+/// Whether the configuration lacks a port up to the receiver's (it never does: one per host).
+fn switch_ports_short(config: &headroom_config::Config, receiver: usize) -> bool {
+    config.ports.len() <= receiver
+}
+
 /// Jain's fairness index.
 fn jain(xs: &[f64]) -> Option<f64> {
     let sum: f64 = xs.iter().sum();
@@ -781,7 +804,7 @@ impl Report {
             "PG max B",
             "Headroom max B",
         ]);
-        let p = s.priority as usize;
+        let p = usize::from(s.priority & 7);
         for f in &self.flows {
             flows.row([
                 format!("h{}", f.host),
@@ -1035,15 +1058,8 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
     if let Some(pcp) = args.pcp {
         common.extend(["--vlan".into(), "0".into(), "--pcp".into(), pcp.to_string()]);
     }
-    if args.dcqcn != Dcqcn::Off && args.dcqcn_timescale == Timescale::Lab {
-        let nvidia = if args.dcqcn == Dcqcn::Nvidia {
-            LAB_TIMESCALE_NVIDIA
-        } else {
-            &[]
-        };
-        for (flag, value) in LAB_TIMESCALE_DCQCN.iter().chain(nvidia) {
-            common.extend([(*flag).to_owned(), (*value).to_owned()]);
-        }
+    if args.dcqcn_timescale == Timescale::Lab {
+        common.extend(lab_timescale_args(args.dcqcn));
     }
     common.extend(args.rocegen_args.iter().cloned());
     let rocegen_command = |host: usize, extra: &[String]| {
@@ -1155,8 +1171,101 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
     .map_err(query)?;
     let pg_drops: Vec<PgDropRow> = request(&socket, Show::PgDrop).map_err(query)?;
     drop(running);
+    assemble(Collected {
+        args,
+        spec: &spec,
+        config: &config,
+        config_path: &config_path,
+        rocegen: &rocegen,
+        reports,
+        switch: SwitchCounters {
+            snapshot,
+            queue_marks,
+            pg_shared,
+            pg_headroom,
+            pg_drops,
+        },
+        busiest: busiest_thread(&ticks_before, &ticks_after, traffic_time),
+        errors,
+    })
+}
 
-    // ---- assemble ----
+/// The switch's counters at the end of the traffic.
+#[derive(Debug, Default)]
+struct SwitchCounters {
+    snapshot: Snapshot,
+    queue_marks: Vec<WatermarkRow>,
+    pg_shared: Vec<WatermarkRow>,
+    pg_headroom: Vec<WatermarkRow>,
+    pg_drops: Vec<PgDropRow>,
+}
+
+/// Everything a run collected: what the report is made from.
+#[derive(Debug)]
+struct Collected<'a> {
+    args: &'a IncastArgs,
+    spec: &'a LabSpec,
+    config: &'a headroom_config::Config,
+    config_path: &'a Path,
+    rocegen: &'a Path,
+    /// The receiver's rocegen report first, then each sender's (None: it printed none).
+    reports: Vec<Option<Value>>,
+    switch: SwitchCounters,
+    /// The switch's busiest thread over the traffic and its share of a CPU, percent.
+    busiest: Option<(String, f64)>,
+    /// Failures so far.
+    errors: Vec<String>,
+}
+
+/// Paths every rocegen report has (a report without them is from another rocegen version).
+const REQUIRED_REPORT_FIELDS: &[&str] = &[
+    "priority",
+    "mtu_bytes",
+    "counters.priorities.7.pfc_frames_rx",
+    "counters.retransmitted_packets",
+    "counters.cnps_received",
+    "counters.cnps_sent",
+    "counters.ecn_ce_received",
+    "counters.data_packets_sent",
+    "counters.rx_ring_drops",
+];
+
+/// The report, from what the run collected.
+fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
+    let Collected {
+        args,
+        spec,
+        config,
+        config_path,
+        rocegen,
+        reports,
+        switch,
+        busiest,
+        mut errors,
+    } = c;
+    let SwitchCounters {
+        snapshot,
+        queue_marks,
+        pg_shared,
+        pg_headroom,
+        pg_drops,
+    } = switch;
+    let receiver = args.senders;
+    let speed_mbps = config.ports.first().map_or(0, |p| p.speed_mbps);
+    for (i, report) in reports.iter().enumerate() {
+        let who = if i == 0 {
+            format!("h{receiver} (receiver)")
+        } else {
+            format!("h{}", i - 1)
+        };
+        if let Some(v) = report {
+            for path in REQUIRED_REPORT_FIELDS {
+                if pointer(v, path).is_none() {
+                    errors.push(format!("rocegen on {who}: its report has no {path}"));
+                }
+            }
+        }
+    }
     let port0 = config
         .ports
         .first()
@@ -1209,6 +1318,11 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
         rocegen: rocegen.display().to_string(),
         config: config_path.display().to_string(),
     };
+    if switch_ports_short(config, receiver) {
+        return Err(LabError::Failed(
+            "the configuration has fewer ports than hosts".into(),
+        ));
+    }
 
     // Switch side.
     let row = |rows: &[WatermarkRow], port: &str| {
@@ -1268,7 +1382,6 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
     }
     drops.total = drops.lossless_pg_drops + drops.lossless_queue_drops + drops.rx_missed;
     let receiver_port = port_name(receiver);
-    let busiest = busiest_thread(&ticks_before, &ticks_after, traffic_time);
     let switch_side = SwitchSide {
         pfc_tx_total: ports.iter().map(|p| p.pfc_tx.iter().sum::<u64>()).sum(),
         ecn_marked_bottleneck: ports[receiver].ecn_marked[queue],
@@ -1320,7 +1433,7 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
             flow.error = error_of(v);
         }
         flow.pfc_agree = report.is_some() && flow.host_pfc_rx == switch_pfc_tx;
-        if let Some(e) = &flow.error {
+        if let (Some(_), Some(e)) = (report, &flow.error) {
             errors.push(format!("rocegen on h{host}: {e}"));
         }
         flows.push(flow);
@@ -1341,7 +1454,7 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
         receiver_report.host_rx_ring_drops = int(v, "counters.rx_ring_drops");
         receiver_report.error = error_of(v);
     }
-    if let Some(e) = &receiver_report.error {
+    if let (Some(_), Some(e)) = (&server, &receiver_report.error) {
         errors.push(format!("rocegen on h{receiver} (receiver): {e}"));
     }
 
@@ -1410,18 +1523,241 @@ mod tests {
         );
     }
 
-    #[test]
-    fn lab_timescale_flags_are_rocegen_flags() {
-        // Every override is a flag of both DCQCN modes except the nvidia-only cut period.
-        for (flag, value) in LAB_TIMESCALE_DCQCN.iter().chain(LAB_TIMESCALE_NVIDIA) {
-            assert!(flag.starts_with("--"), "{flag}");
-            assert!(value.parse::<u32>().is_ok(), "{flag} {value}");
-        }
+    /// rocegen's validated settings for `write_bw --dcqcn MODE` plus `extra`.
+    fn rocegen_settings(mode: &str, extra: &[String]) -> headroom_rocegen::cli::Settings {
+        use clap::Parser as _;
+        use headroom_rocegen::cli::{settings, Cli, TestCommand, TestKind};
+        let mut argv: Vec<String> = ["rocegen", "write_bw", "-d", "eth0", "--link-speed", "100M"]
+            .map(str::to_owned)
+            .to_vec();
+        argv.extend(["--dcqcn".to_owned(), mode.to_owned()]);
+        argv.extend(extra.iter().cloned());
+        let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let TestCommand::WriteBw(args) = cli.test else {
+            panic!("write_bw")
+        };
+        settings(TestKind::WriteBw, &args).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
     }
 
     #[test]
-    fn thread_ticks_parse_names_with_spaces() {
+    fn lab_timescale_flags_reach_rocegens_rate_control() {
+        use headroom_roce::dcqcn::RpParams;
+        assert!(lab_timescale_args(Dcqcn::Off).is_empty());
+        match rocegen_settings("nvidia", &lab_timescale_args(Dcqcn::Nvidia)).rp {
+            Some(RpParams::Nvidia(p)) => assert_eq!(
+                (
+                    p.dce_tcp_rtt,
+                    p.rate_reduce_monitor_period,
+                    p.rpg_time_reset,
+                    p.rpg_byte_reset,
+                    p.rpg_ai_rate,
+                    p.rpg_hai_rate
+                ),
+                (1000, 1000, 10_000, 0, 1, 5)
+            ),
+            other => panic!("{other:?}"),
+        }
+        match rocegen_settings("paper", &lab_timescale_args(Dcqcn::Paper)).rp {
+            Some(RpParams::Paper(p)) => {
+                assert_eq!(
+                    (
+                        p.alpha_timer_ns,
+                        p.increase_timer_ns,
+                        p.byte_counter_bytes,
+                        p.additive_increase_bps,
+                        p.hyper_increase_bps
+                    ),
+                    (1_000_000, 10_000_000, 0, 1_000_000, 5_000_000)
+                );
+                // rocegen's default floor on a 100M link: 1/100 of it.
+                assert_eq!(p.min_rate_bps, 1_000_000);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The NIC timescale leaves rocegen's defaults.
+        match rocegen_settings("nvidia", &[]).rp {
+            Some(RpParams::Nvidia(p)) => assert_eq!((p.dce_tcp_rtt, p.rpg_time_reset), (1, 300)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A rocegen report with what the incast reads.
+    fn rocegen_report(role: &str, goodput_gbps: f64, pfc3: u64, retransmitted: u64) -> Value {
+        let mut priorities: Vec<Value> = (0..8)
+            .map(|p| {
+                serde_json::json!({"priority": p, "pfc_frames_rx": 0, "pfc_xoff_rx": 0,
+                                        "pfc_xon_rx": 0, "paused_ns": 0})
+            })
+            .collect();
+        priorities[3] = serde_json::json!({"priority": 3, "pfc_frames_rx": pfc3,
+            "pfc_xoff_rx": pfc3 / 2, "pfc_xon_rx": pfc3 - pfc3 / 2, "paused_ns": 2_500_000});
+        serde_json::json!({
+            "role": role, "priority": 3, "mtu_bytes": 1024, "error": null,
+            "bw": [{"bw_average_gbit_per_sec": goodput_gbps, "iterations": 100}],
+            "counters": {"priorities": priorities, "retransmitted_packets": retransmitted,
+                "retransmission_timeouts": 0, "naks_received": 0, "cnps_received": 7,
+                "cnps_sent": 21, "ecn_ce_received": 21, "data_packets_sent": 6400,
+                "messages_delivered": 300, "out_of_sequence_packets": 0, "rx_ring_drops": 0},
+            "qp": [{"rate_cuts": 2, "min_rate_bps": 40_000_000}],
+            "driver": {"max_wake_lateness_ns": 3_000_000},
+        })
+    }
+
+    fn collected<'a>(
+        args: &'a IncastArgs,
+        spec: &'a LabSpec,
+        config: &'a headroom_config::Config,
+        reports: Vec<Option<Value>>,
+        switch: SwitchCounters,
+    ) -> Collected<'a> {
+        Collected {
+            args,
+            spec,
+            config,
+            config_path: Path::new("/run/headroom/t-incast.toml"),
+            rocegen: Path::new("/usr/bin/rocegen"),
+            reports,
+            switch,
+            busiest: Some(("headroom-lcore0".into(), 42.0)),
+            errors: Vec::new(),
+        }
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: IncastArgs,
+    }
+
+    #[test]
+    fn the_report_compares_host_and_switch_counters() {
+        use clap::Parser as _;
+        use headroom_runtime::protocol::{PfcCounters, PortSummary, QueueCounters};
+        let args = Cli::parse_from(["incast", "--senders", "2", "--ecn", "off"]).args;
+        let mut spec = LabSpec::new("t", 3, "100M");
+        spec.ecn_enabled = false;
+        let (config, _) = headroom_config::parse(&spec.config_toml(), "t").unwrap();
+        let switch = || {
+            let mut snapshot = Snapshot::default();
+            for (i, tx3) in [(0, 10), (1, 12), (2, 0)] {
+                let mut tx = [0; 8];
+                tx[3] = tx3;
+                snapshot.pfc.push(PfcCounters {
+                    port: port_name(i),
+                    tx,
+                    ..PfcCounters::default()
+                });
+                snapshot.ports.push(PortSummary {
+                    port: port_name(i),
+                    ..PortSummary::default()
+                });
+            }
+            snapshot.queues.push(QueueCounters {
+                port: port_name(2),
+                queue: 3,
+                packets: 12_800,
+                ecn_marked: 0,
+                ..QueueCounters::default()
+            });
+            SwitchCounters {
+                queue_marks: vec![WatermarkRow {
+                    port: port_name(2),
+                    bytes: [0, 0, 0, 900_000, 0, 0, 0, 0],
+                }],
+                snapshot,
+                ..SwitchCounters::default()
+            }
+        };
+        let reports = vec![
+            Some(rocegen_report("server", 0.09, 0, 0)),
+            Some(rocegen_report("client", 0.045, 10, 0)),
+            Some(rocegen_report("client", 0.045, 12, 0)),
+        ];
+        let r = assemble(collected(&args, &spec, &config, reports, switch())).unwrap();
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!((r.setup.priority, r.setup.pg, r.setup.queue), (3, 3, 3));
+        assert!(r.setup.lossless && !r.setup.ecn);
+        assert_eq!(
+            r.setup.xoff_bytes,
+            config.ports[0].computed_headroom.xoff_bytes
+        );
+        assert!(r.flows.iter().all(|f| f.pfc_agree));
+        assert!(r.summary.pfc_agree && r.summary.lossless);
+        assert_eq!(r.switch.pfc_tx_total, 22);
+        assert_eq!(r.summary.host_pfc_rx_total, 22);
+        assert_eq!(r.switch.bottleneck_queue_watermark_bytes, 900_000);
+        assert_eq!(r.switch.ports[2].queue_packets[3], 12_800);
+        assert!((r.summary.aggregate_goodput_mbps - 90.0).abs() < 1e-9);
+        assert!((r.summary.jain_fairness.unwrap() - 1.0).abs() < 1e-12);
+        // 100 Mb/s × 65536 / (64 × 1106 + 16) = 92.565 Mb/s of payload at most.
+        assert!((r.summary.bottleneck_payload_capacity_mbps - 92.565).abs() < 1e-3);
+        assert_eq!(r.flows[1].messages, 100);
+        assert!((r.flows[0].paused_ms - 2.5).abs() < 1e-9);
+        assert_eq!(r.receiver.cnps_sent, 21);
+        assert_eq!(r.summary.cnps_received, 14);
+        assert!(r
+            .to_text()
+            .contains("every sender exactly what its port sent"));
+
+        // One frame the host did not see, a retransmission and a headroom drop: all reported.
+        let reports = vec![
+            Some(rocegen_report("server", 0.09, 0, 0)),
+            Some(rocegen_report("client", 0.045, 9, 3)),
+            None,
+        ];
+        let mut counters = switch();
+        counters.snapshot.ports[0]
+            .drops
+            .insert("ingress_headroom_exhausted".into(), 2);
+        counters.pg_drops = vec![PgDropRow {
+            port: port_name(0),
+            drops: [0, 0, 0, 2, 0, 0, 0, 0],
+        }];
+        let r = assemble(collected(&args, &spec, &config, reports, counters)).unwrap();
+        assert!(!r.flows[0].pfc_agree && !r.flows[1].pfc_agree);
+        assert!(!r.summary.pfc_agree && !r.summary.lossless);
+        assert_eq!(r.switch.lossless_drops.ingress_headroom_exhausted, 2);
+        assert_eq!(r.switch.lossless_drops.lossless_pg_drops, 2);
+        assert_eq!(r.switch.lossless_drops.total, 2);
+        assert_eq!(r.summary.retransmitted_packets, 3);
+        assert!(r.to_text().contains("MISMATCH") && r.to_text().contains("LOSSES"));
+
+        // A report from another rocegen (a field missing) is an error, not a silent zero.
+        let mut old = rocegen_report("client", 0.045, 10, 0);
+        old["counters"]
+            .as_object_mut()
+            .unwrap()
+            .remove("rx_ring_drops");
+        let reports = vec![
+            Some(rocegen_report("server", 0.09, 0, 0)),
+            Some(old),
+            Some(rocegen_report("client", 0.045, 12, 0)),
+        ];
+        let r = assemble(collected(&args, &spec, &config, reports, switch())).unwrap();
+        assert_eq!(
+            r.errors,
+            ["rocegen on h0: its report has no counters.rx_ring_drops"]
+        );
+    }
+
+    #[test]
+    fn thread_cpu_times_from_proc() {
+        // proc(5): utime (14) and stime (15) follow the state and 10 more fields.
+        let line = "4242 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 3 0 100";
+        assert_eq!(stat_ticks(line), Some(("a (b) c", 281)));
+        assert_eq!(stat_ticks("4242 (x) S 1 2"), None);
+        assert_eq!(stat_ticks("garbage"), None);
+        // This process: every thread, by name and id.
         let ticks = thread_ticks(std::process::id());
         assert!(!ticks.is_empty());
+        assert!(
+            ticks.keys().all(|k| k.rsplit_once('/').is_some()),
+            "{ticks:?}"
+        );
+        let before = BTreeMap::from([("lcore/1".to_owned(), 100)]);
+        let after = BTreeMap::from([("lcore/1".to_owned(), 150), ("main/2".to_owned(), 1)]);
+        let (name, percent) = busiest_thread(&before, &after, Duration::from_secs(1)).unwrap();
+        assert_eq!(name, "lcore");
+        assert!((percent - 50.0).abs() < 1e-9);
     }
 }
