@@ -12,6 +12,7 @@
 //! lcore threads, the packet sockets and anything the switch listens on are in that namespace.
 
 mod config;
+mod incast;
 
 use crate::check::EXIT_BAD_INPUT;
 use crate::logging;
@@ -48,6 +49,11 @@ enum LabAction {
     Up(UpArgs),
     /// Remove the lab: its namespaces, veth pairs and generated configuration.
     Down(DownArgs),
+    /// Run an incast experiment on the lab: N rocegen senders write RoCEv2 to one receiver
+    /// through the switch (PFC on, ECN on or off, DCQCN), then one report: goodput and
+    /// fairness, PFC sent and honoured, ECN marks, CNPs, retransmissions, lossless drops, the
+    /// bottleneck queue's depth. Builds the lab if needed and leaves it as it found it.
+    Incast(incast::IncastArgs),
 }
 
 #[derive(Clone, Debug, Args)]
@@ -93,6 +99,7 @@ pub(crate) fn lab(args: LabArgs) -> ExitCode {
         None => up(&args.up),
         Some(LabAction::Up(up_args)) => up(&up_args),
         Some(LabAction::Down(down_args)) => down(&down_args),
+        Some(LabAction::Incast(incast_args)) => incast::incast(&incast_args),
     }
 }
 
@@ -664,6 +671,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ecn_off_and_dot1p_trust_reach_every_port() {
+        let mut spec = LabSpec::new("t1", 3, "100M");
+        spec.ecn_enabled = false;
+        spec.trust = LabTrust::Dot1p;
+        let config = parse(&spec);
+        for port in &config.ports {
+            assert_eq!(port.trust, headroom_config::Trust::Dot1p);
+            assert!(
+                port.queues.iter().all(|q| q.wred.is_none()),
+                "{}",
+                port.name
+            );
+            // Still lossless on 3 and 4: PFC is the backstop, now the only signal.
+            assert_eq!(port.pfc_enable.0, 0b1_1000);
+        }
+        // The defaults keep ECN and DSCP trust.
+        let config = parse(&LabSpec::new("t1", 3, "100M"));
+        assert_eq!(config.ports[0].trust, headroom_config::Trust::Dscp);
+        assert!(config.ports[0].queues[3].wred.is_some());
     }
 
     #[test]

@@ -419,6 +419,9 @@ pub fn largest_pmtu_for(interface_mtu: usize) -> Option<PathMtu> {
     .find(|m| m.bytes() as usize + ip_overhead <= interface_mtu)
 }
 
+/// Paper mode without `--rpg_min_rate`: the lowest rate is at most the link rate divided by this.
+const PAPER_MIN_RATE_LINK_DIVISOR: u64 = 100;
+
 fn rp_params(args: &TestArgs, link_rate_bps: u64) -> Result<Option<RpParams>, String> {
     let nvidia_only = [
         ("rpg_gd", args.rpg_gd.is_some()),
@@ -544,9 +547,14 @@ fn rp_params(args: &TestArgs, link_rate_bps: u64) -> Result<Option<RpParams>, St
                 }
                 p.initial_alpha = f64::from(v) / 1024.0;
             }
-            // The paper gives no minimum; a link slower than the default minimum gets its own rate.
+            // The paper gives no minimum. The default (HPCC-ns3's 100 Mb/s) is 1/1000 of a 100G
+            // link; on a link slower than 10 Gb/s it would sit at or above the fair share of a
+            // few flows (and at the line rate itself on 100 Mb/s, where no cut could act at all),
+            // so it becomes 1/100 of the link there.
             if args.rpg_min_rate.is_none() {
-                p.min_rate_bps = p.min_rate_bps.min(link_rate_bps);
+                p.min_rate_bps = p
+                    .min_rate_bps
+                    .min(link_rate_bps / PAPER_MIN_RATE_LINK_DIVISOR);
             }
             Ok(Some(RpParams::Paper(p)))
         }
@@ -807,6 +815,29 @@ mod tests {
         assert!((p.g - 4.0 / 1024.0).abs() < 1e-12);
         assert_eq!(s.np.unwrap().min_time_between_cnps_ns, 50_000);
         assert!(parse(&["write_bw", "-d", "e", "--dcqcn", "paper", "--rpg_gd", "10"]).is_err());
+        // The default minimum rate: HPCC-ns3's 100 Mb/s on fast links, 1/100 of a slow link (a
+        // minimum at the line rate would make every cut a no-op).
+        for (speed, min_rate_bps) in [
+            ("100G", 100_000_000),
+            ("10G", 100_000_000),
+            ("1G", 10_000_000),
+            ("100M", 1_000_000),
+        ] {
+            let s = parse(&[
+                "write_bw",
+                "-d",
+                "e",
+                "--dcqcn",
+                "paper",
+                "--link-speed",
+                speed,
+            ])
+            .unwrap();
+            let Some(RpParams::Paper(p)) = s.rp else {
+                panic!("paper")
+            };
+            assert_eq!(p.min_rate_bps, min_rate_bps, "{speed}");
+        }
         assert!(parse(&[
             "write_bw",
             "-d",

@@ -55,6 +55,26 @@ impl EcnThresholds {
     };
 }
 
+/// Which header the switch ports classify frames by (`port_defaults.trust`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabTrust {
+    /// IP DSCP through SONiC's AZURE DSCP_TO_TC_MAP (DSCP 3 and 4 are the lossless classes).
+    Dscp,
+    /// The 802.1Q PCP through the DOT1P_TO_TC_MAP (PCP 3 and 4 are the lossless classes).
+    Dot1p,
+}
+
+impl LabTrust {
+    /// The configuration's spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dscp => "dscp",
+            Self::Dot1p => "dot1p",
+        }
+    }
+}
+
 /// What a lab is made of.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabSpec {
@@ -67,6 +87,11 @@ pub struct LabSpec {
     pub speed: String,
     /// ECN thresholds of the lossless queues 3 and 4.
     pub ecn: EcnThresholds,
+    /// Whether the lossless queues mark CE at all (false: no WRED profile on them, so PFC is
+    /// the only congestion signal).
+    pub ecn_enabled: bool,
+    /// What every port trusts.
+    pub trust: LabTrust,
     /// CPU of the switch's single lcore.
     pub cpu: usize,
     /// How the switch reaches its ports.
@@ -94,6 +119,8 @@ impl LabSpec {
             hosts,
             speed: speed.to_owned(),
             ecn: EcnThresholds::LAB,
+            ecn_enabled: true,
+            trust: LabTrust::Dscp,
             cpu: 0,
             driver: LabDriver::Afpacket,
         }
@@ -179,7 +206,7 @@ log_format = "text"
 speed = "{speed}"
 cable_length = "5m"
 mtu = {mtu}
-trust = "dscp"
+trust = "{trust}"
 pfc_enable = [3, 4]
 vlan_mode = "access"
 access_vlan = 1
@@ -190,17 +217,10 @@ action = "drop"
 detection_time = 200
 restoration_time = 200
 
-# ECN on the lossless queues, ahead of PFC (see `headroom check`).
-[wred_profile.LAB_LOSSLESS]
-ecn = "ecn_all"
-wred_green_enable = false
-green_min_threshold = {min}
-green_max_threshold = {max}
-green_drop_probability = {prob}
-
+{wred_section}
 [port_defaults.queue."3-4"]
 scheduler = "scheduler.1"
-wred_profile = "LAB_LOSSLESS"
+wred_profile = "{wred}"
 
 [pfcwd]
 poll_interval = 200
@@ -222,15 +242,15 @@ tx_ports = [{ports}]
             host_dev = HOST_DEVICE,
             name = self.switch_name(),
             mtu = MTU_BYTES,
-            min = self.ecn.min_bytes,
-            max = self.ecn.max_bytes,
-            prob = self.ecn.probability_percent,
             cpu = self.cpu,
             driver = if self.driver == LabDriver::Afpacket {
                 "afpacket"
             } else {
                 "dpdk"
             },
+            trust = self.trust.as_str(),
+            wred_section = self.wred_section(),
+            wred = if self.ecn_enabled { "LAB_LOSSLESS" } else { "" },
         );
         if let Some(vdev) = self.dpdk_vdev() {
             let ifaces: Vec<String> = (0..self.hosts).map(switch_device).collect();
@@ -266,6 +286,28 @@ tx_ports = [{ports}]
             LabDriver::Dpdk => Some(headroom_runtime::dpdk::LabVdev::AfPacket),
             LabDriver::DpdkAfXdp => Some(headroom_runtime::dpdk::LabVdev::AfXdp),
         }
+    }
+}
+
+impl LabSpec {
+    /// The WRED profile of the lossless queues, or a note that they mark nothing.
+    fn wred_section(&self) -> String {
+        if !self.ecn_enabled {
+            return "# No ECN marking: the lossless queues bind no WRED profile, so PFC is the only\n\
+                    # congestion signal.\n"
+                .to_owned();
+        }
+        format!(
+            "# ECN on the lossless queues, ahead of PFC (see `headroom check`).
+[wred_profile.LAB_LOSSLESS]
+ecn = \"ecn_all\"
+wred_green_enable = false
+green_min_threshold = {}
+green_max_threshold = {}
+green_drop_probability = {}
+",
+            self.ecn.min_bytes, self.ecn.max_bytes, self.ecn.probability_percent
+        )
     }
 }
 
