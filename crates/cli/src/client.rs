@@ -506,8 +506,8 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 print_json(&raw);
             } else {
                 let mut t = Table::new([
-                    "Port", "Device", "Speed", "Tx", "RX pkts", "RX bytes", "TX pkts", "TX bytes",
-                    "Drops",
+                    "Port", "Device", "Speed", "Link", "Tx", "RX pkts", "RX bytes", "TX pkts",
+                    "TX bytes", "Drops",
                 ]);
                 let mut reasons = Vec::new();
                 for r in rows {
@@ -519,6 +519,7 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                         r.port,
                         r.device,
                         format!("{}G", r.speed_mbps as f64 / 1000.0),
+                        r.link,
                         if r.tx_enabled { "enabled" } else { "held" }.into(),
                         thousands(r.rx_frames),
                         thousands(r.rx_bytes),

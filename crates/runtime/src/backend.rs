@@ -13,6 +13,21 @@ use std::sync::Arc;
 /// Reads a port's backend-level counters (kernel or NIC), from the control thread.
 pub type StatsReader = Arc<dyn Fn() -> BackendStats + Send + Sync>;
 
+/// Reads a port's link state (`None`: unknown), from the control thread.
+pub type LinkReader = Arc<dyn Fn() -> Option<bool> + Send + Sync>;
+
+/// The link state of a Linux interface as its driver reports it (`operstate`; veths and most
+/// NICs say `up` or `down`), from the calling thread's network namespace.
+#[must_use]
+pub fn linux_link_up(interface: &str) -> Option<bool> {
+    let state = std::fs::read_to_string(format!("/sys/class/net/{interface}/operstate")).ok()?;
+    match state.trim() {
+        "up" => Some(true),
+        "down" | "lowerlayerdown" | "notpresent" | "dormant" => Some(false),
+        _ => None,
+    }
+}
+
 /// A port the backend opened.
 pub struct OpenedPort<R, T> {
     /// Receive half.
@@ -23,6 +38,8 @@ pub struct OpenedPort<R, T> {
     pub info: PortInfo,
     /// Backend counters.
     pub stats: StatsReader,
+    /// Link state.
+    pub link: LinkReader,
 }
 
 impl<R, T> fmt::Debug for OpenedPort<R, T> {
@@ -127,6 +144,10 @@ impl Backend for AfPacketBackend {
             tx,
             info,
             stats: Arc::new(move || handle.backend_stats()),
+            link: {
+                let device = device.to_owned();
+                Arc::new(move || linux_link_up(&device))
+            },
         })
     }
 
@@ -199,6 +220,7 @@ impl Backend for MemoryBackend {
             tx,
             info,
             stats: Arc::new(move || handle.stats()),
+            link: Arc::new(|| Some(true)),
         })
     }
 

@@ -580,6 +580,12 @@ impl ControlPlane {
                     port: port.name.clone(),
                     device: port.device.clone(),
                     speed_mbps: port.speed_mbps,
+                    link: match running.link_up(port_id(p)) {
+                        Some(true) => "up",
+                        Some(false) => "down",
+                        None => "unknown",
+                    }
+                    .to_owned(),
                     tx_enabled: running.shared().tx_enabled(port_id(p)),
                     rx_frames: s.rx_frames,
                     rx_bytes: s.rx_bytes,

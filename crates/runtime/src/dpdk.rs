@@ -833,6 +833,10 @@ mod backend {
                 },
                 info,
                 stats,
+                link: {
+                    let handle = kept.handle.clone();
+                    Arc::new(move || handle.status().link.map(|l| l.up))
+                },
             })
         }
 

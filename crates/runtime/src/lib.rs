@@ -15,7 +15,7 @@ pub mod mirror;
 pub mod plan;
 pub mod protocol;
 
-use backend::{Backend, BackendError, StatsReader};
+use backend::{Backend, BackendError, LinkReader, StatsReader};
 use clock::MonotonicClock;
 use headroom_core::events::Event;
 use headroom_core::fdb::FdbEntry;
@@ -162,6 +162,7 @@ pub struct Running {
     threads: Vec<JoinHandle<()>>,
     lcore_stats: Vec<Arc<LcoreStats>>,
     port_stats: Vec<StatsReader>,
+    port_links: Vec<LinkReader>,
     devices: Vec<String>,
     clock: MonotonicClock,
     commands: Vec<(rtrb::Producer<LcoreCommand>, rtrb::Consumer<LcoreReply>)>,
@@ -199,6 +200,7 @@ where
     let mut rx_queues = Vec::new();
     let mut tx_queues = Vec::new();
     let mut port_stats = Vec::new();
+    let mut port_links = Vec::new();
     for (i, device) in spec.devices.iter().enumerate() {
         let opened = backend.open(device).map_err(RuntimeError::Backend)?;
         let port = &mut spec.params.ports[i];
@@ -209,6 +211,7 @@ where
         rx_queues.push(Some(opened.rx));
         tx_queues.push(Some(opened.tx));
         port_stats.push(opened.stats);
+        port_links.push(opened.link);
     }
     let clock = MonotonicClock::new();
     let Parts {
@@ -298,6 +301,7 @@ where
         threads,
         lcore_stats,
         port_stats,
+        port_links,
         devices: spec.devices,
         clock,
         commands,
@@ -386,6 +390,12 @@ impl Running {
     /// The control plane's ends of the lcores' capture rings.
     pub fn mirrors(&mut self) -> &mut [MirrorReader] {
         &mut self.mirrors
+    }
+
+    /// Link state of a port (`None`: unknown).
+    #[must_use]
+    pub fn link_up(&self, port: PortId) -> Option<bool> {
+        (self.port_links[port.index()])()
     }
 
     /// Takes every pending dataplane event.

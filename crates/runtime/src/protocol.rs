@@ -324,6 +324,9 @@ pub struct PortSummary {
     pub device: String,
     /// Mb/s.
     pub speed_mbps: u64,
+    /// Link state: "up", "down" or "unknown".
+    #[serde(default)]
+    pub link: String,
     /// Transmit enabled.
     pub tx_enabled: bool,
     /// Frames received.
