@@ -3,58 +3,18 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use common::{lab, open, pool, tagged_frame, test_frame};
 use headroom_afpacket::lab::VethLab;
 use headroom_afpacket::{AfPacketConfig, RingVersion};
 use headroom_core::frame::Frame;
 use headroom_io::{RxQueue, TxQueue, BURST_MAX};
 
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS_ON_THIS_THREAD: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    let _ = ALLOCATIONS_ON_THIS_THREAD.try_with(|count| count.set(count.get() + 1));
-}
-
-// SAFETY: every method forwards to `System`, which upholds the `GlobalAlloc` contract; counting
-// touches only a thread-local `Cell` and never allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: the caller upholds `alloc`'s contract, passed through unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count_one();
-        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+static GLOBAL: headroom_testkit::CountingAllocator = headroom_testkit::CountingAllocator;
 
+/// Allocator calls (frees included) of the current thread so far.
 fn allocations() -> u64 {
-    ALLOCATIONS_ON_THIS_THREAD.with(Cell::get)
+    headroom_testkit::allocator_calls()
 }
 
 #[test]

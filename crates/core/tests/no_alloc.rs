@@ -11,43 +11,10 @@ use headroom_core::switch::Switch;
 use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_wire::ip::Ecn;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static ARMED: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if ARMED.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if ARMED.with(Cell::get) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: headroom_testkit::CountingAllocator = headroom_testkit::CountingAllocator;
 
 type Buf = Box<[u8; 2048]>;
 
@@ -166,12 +133,12 @@ fn steady_state_forwarding_allocates_nothing() {
         now = now.saturating_add_nanos(30_000);
         round(&mut sw, now, &mut rx, &mut tx, &mut alloc);
     }
-    ARMED.with(|a| a.set(true));
+    let before = headroom_testkit::allocations();
     for _ in 0..2000 {
         now = now.saturating_add_nanos(30_000);
         round(&mut sw, now, &mut rx, &mut tx, &mut alloc);
     }
-    ARMED.with(|a| a.set(false));
+    let allocated = headroom_testkit::allocations() - before;
     let sent: u64 = (0..8)
         .map(|q| sw.egress().port_counters(PortId(2)).tx_frames[q].get())
         .sum();
@@ -182,9 +149,5 @@ fn steady_state_forwarding_allocates_nothing() {
         sw.egress().port_counters(PortId(0)).pfc_frames_tx.get() > 1,
         "the PFC path ran"
     );
-    assert_eq!(
-        ALLOCATIONS.load(Ordering::Relaxed),
-        0,
-        "allocations on the per-packet path"
-    );
+    assert_eq!(allocated, 0, "allocations on the per-packet path");
 }

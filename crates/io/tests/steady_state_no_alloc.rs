@@ -5,59 +5,17 @@
 //! thread-local, which itself needs no allocation), so the test harness's own threads cannot
 //! disturb the count.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use headroom_core::frame::Frame;
 use headroom_io::{FramePool, MemoryPort, PoolConfig, PortInfo, RxQueue, TxQueue, BURST_MAX};
 
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS_ON_THIS_THREAD: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // `try_with` so that allocations made while the thread-local is being torn down are not
-    // a panic inside the allocator.
-    let _ = ALLOCATIONS_ON_THIS_THREAD.try_with(|count| count.set(count.get() + 1));
-}
-
-// SAFETY: every method forwards to `System`, which upholds the `GlobalAlloc` contract; counting
-// touches only a thread-local `Cell` and never allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: the caller upholds `alloc`'s contract, which we pass through unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count_one();
-        // SAFETY: `ptr` was allocated by `System` through this allocator with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+static GLOBAL: headroom_testkit::CountingAllocator = headroom_testkit::CountingAllocator;
 
+/// Allocator calls (frees included) the current thread makes while `f` runs.
 fn allocator_calls_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS_ON_THIS_THREAD.with(Cell::get);
+    let before = headroom_testkit::allocator_calls();
     f();
-    ALLOCATIONS_ON_THIS_THREAD.with(Cell::get) - before
+    headroom_testkit::allocator_calls() - before
 }
 
 #[test]

@@ -1,9 +1,6 @@
 //! The state machines do not allocate after construction: a counting global allocator sees no
 //! allocation on this thread while they run in steady state.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use headroom_roce::dcqcn::{Rp, RpParams};
 use headroom_roce::np::{Np, NpConfig};
 use headroom_roce::pacer::{Link, Pacer};
@@ -11,50 +8,11 @@ use headroom_roce::pause::{PauseState, Priority};
 use headroom_roce::rc::{Requester, RequesterConfig, Responder, ResponderConfig, RxPacket};
 use headroom_roce::time::Instant;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-fn count() {
-    // `try_with`: the allocator may run while this thread's locals are being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
-// `GlobalAlloc` contract holds exactly as it does for `System`; counting touches no memory that
-// the allocator hands out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as this method's (non-zero-size layout from the caller).
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` (through this allocator) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the rest.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: headroom_testkit::CountingAllocator = headroom_testkit::CountingAllocator;
 
 fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
+    headroom_testkit::allocations()
 }
 
 const GBPS: u64 = 1_000_000_000;
