@@ -176,16 +176,17 @@ impl Drop for SnapshotsGuard {
     }
 }
 
-/// A lossless PG's profile and its pool, in cells, as `headroom check` derives them.
+/// A lossless PG's profile and its pool, as `headroom check` derives them.
 #[derive(Clone, Copy, Debug)]
 struct LosslessProfile {
     cell_bytes: u64,
     reserved_cells: u64,
-    /// Shared limit with the pool empty.
-    shared_limit_cells: u64,
+    /// The shared limit `headroom check` prints: for a dynamic threshold, how far the PG fills
+    /// the shared pool when it is the only congested one, α/(1+α) of the pool.
+    shared_limit_bytes: u64,
     headroom_cells: u64,
-    /// Shared cells of the PG's pool (size minus what is carved out).
-    pool_shared_cells: u64,
+    /// Shared size of the PG's pool (size minus what is carved out).
+    pool_shared_bytes: u64,
 }
 
 impl LosslessProfile {
@@ -193,9 +194,15 @@ impl LosslessProfile {
     fn read(ctl: &Ctl, port: &str, pg: usize) -> Self {
         let config = ctl.json(&["show", "config"]);
         let derived = config["derived"].as_str().expect("derived text");
-        let cells_in = |line: &str| -> Vec<u64> {
-            line.split_whitespace()
-                .filter_map(|t| t.strip_prefix('(')?.strip_suffix(')')?.parse().ok())
+        // The "bytes (cells)" amounts of a table row.
+        let amounts = |line: &str| -> Vec<(u64, u64)> {
+            let tokens: Vec<&str> = line.split_whitespace().collect();
+            tokens
+                .windows(2)
+                .filter_map(|w| {
+                    let cells = w[1].strip_prefix('(')?.strip_suffix(')')?.parse().ok()?;
+                    Some((w[0].parse().ok()?, cells))
+                })
                 .collect()
         };
         let cell_bytes: u64 = derived
@@ -207,7 +214,7 @@ impl LosslessProfile {
             .find(|l| l.starts_with("ingress_lossless_pool "))
             .unwrap_or_else(|| panic!("no ingress_lossless_pool in:\n{derived}"));
         // Size, reserved, private headroom, shared headroom pool, shared.
-        let pool = cells_in(pool);
+        let pool = amounts(pool);
         let pg_row = derived
             .split(&format!("\n{port}: "))
             .nth(1)
@@ -219,33 +226,40 @@ impl LosslessProfile {
             })
             .unwrap_or_else(|| panic!("no lossless PG {pg} of {port} in:\n{derived}"));
         // Reserved, shared limit, headroom, XOFF point, XON point, drop point.
-        let pg_cells = cells_in(pg_row);
+        let pg_amounts = amounts(pg_row);
         assert_eq!(pool.len(), 5, "{derived}");
-        assert_eq!(pg_cells.len(), 6, "{pg_row}");
-        Self {
+        assert_eq!(pg_amounts.len(), 6, "{pg_row}");
+        let profile = Self {
             cell_bytes,
-            reserved_cells: pg_cells[0],
-            shared_limit_cells: pg_cells[1],
-            headroom_cells: pg_cells[2],
-            pool_shared_cells: pool[4],
-        }
+            reserved_cells: pg_amounts[0].1,
+            shared_limit_bytes: pg_amounts[1].0,
+            headroom_cells: pg_amounts[2].1,
+            pool_shared_bytes: pool[4].0,
+        };
+        assert_eq!(
+            pool[4].1 * cell_bytes,
+            profile.pool_shared_bytes,
+            "whole cells"
+        );
+        profile
     }
 
     fn cells(&self, frame_bytes: u64) -> u64 {
         frame_bytes.div_ceil(self.cell_bytes)
     }
 
-    /// The PG's dynamic threshold as a shift: its shared limit is the pool's free shared
-    /// cells shifted by this (α = 2^shift, SONiC `dynamic_th`).
-    fn dynamic_shift(&self) -> i32 {
+    /// The PG's dynamic threshold `dynamic_th` (α = 2^n of the pool's free shared space), found
+    /// back from the limit `headroom check` prints, α/(1+α) of the pool's shared size.
+    fn dynamic_th(&self) -> i32 {
+        let shared = self.pool_shared_bytes;
         (-8..=7)
             .find(|&n: &i32| {
-                let limit = if n >= 0 {
-                    self.pool_shared_cells << n
+                let alpha_share = if n >= 0 {
+                    shared * (1 << n) / ((1 << n) + 1)
                 } else {
-                    self.pool_shared_cells >> n.unsigned_abs()
+                    shared / ((1 << n.unsigned_abs()) + 1)
                 };
-                limit == self.shared_limit_cells
+                alpha_share == self.shared_limit_bytes
             })
             .unwrap_or_else(|| panic!("the shared limit of {self:?} is no dynamic threshold"))
     }
@@ -254,16 +268,17 @@ impl LosslessProfile {
     /// `cells` cells each arrived with nothing leaving, the PG alone in its pool: the buffer
     /// model of `crates/core/src/buffer.rs` (`docs/buffer-model.md`) walked frame by frame.
     fn fill(&self, frames: u64, cells: u64) -> (u64, u64, u64, u64) {
-        let shift = self.dynamic_shift();
+        let dynamic_th = self.dynamic_th();
+        let pool_shared_cells = self.pool_shared_bytes / self.cell_bytes;
         let (mut reserved, mut shared, mut headroom, mut dropped) = (0u64, 0u64, 0u64, 0u64);
         for _ in 0..frames {
             let from_reserved = cells.min(self.reserved_cells - reserved);
             let rest = cells - from_reserved;
-            let free = self.pool_shared_cells - shared;
-            let limit = if shift >= 0 {
-                free << shift
+            let free = pool_shared_cells - shared;
+            let limit = if dynamic_th >= 0 {
+                free << dynamic_th
             } else {
-                free >> shift.unsigned_abs()
+                free >> dynamic_th.unsigned_abs()
             };
             if rest == 0 {
                 reserved += from_reserved;
@@ -1190,6 +1205,9 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
     let frames_sent = admitted + 20;
     let (reserved, shared, headroom, dropped) = profile.fill(frames_sent, frame_cells);
     assert_eq!((headroom, dropped), (profile.headroom_cells, 20));
+    // Alone in its pool, the PG fills exactly the shared limit `headroom check` prints (the
+    // frames are whole multiples of what is left of it).
+    assert_eq!(shared * cell, profile.shared_limit_bytes, "{profile:?}");
     eprintln!(
         "{frames_sent} frames of {frame_cells} cells: {admitted} admitted (reserved {reserved}, \
          shared {shared}, headroom {headroom} cells), {dropped} dropped"
@@ -1266,11 +1284,14 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
         only(3, (reserved + shared + headroom) * cell),
         "{queues:#}"
     );
+    // The pool's headroom watermark counts the headroom its PGs used, here the private
+    // headroom carved out of the pool (this configuration has no shared headroom pool).
     let pools = ctl.json(&["show", "buffer-pool", "watermark"]);
     assert_eq!(
         *row(&pools, "pool", "ingress_lossless_pool"),
-        json!({"pool": "ingress_lossless_pool", "shared_bytes": shared * cell, "headroom_bytes": 0}),
-        "private headroom is not the shared headroom pool"
+        json!({"pool": "ingress_lossless_pool", "shared_bytes": shared * cell,
+               "headroom_bytes": headroom * cell}),
+        "{pools:#}"
     );
     // XOFF for priority 3 went out (and is refreshed while the backlog stands).
     ctl.wait_json(&["show", "pfc", "counters"], "XOFF sent to h0", |v| {
