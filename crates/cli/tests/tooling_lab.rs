@@ -63,6 +63,11 @@ impl Ctl {
         }
     }
 
+    /// Where `config save` writes snapshots.
+    fn snapshots_dir(&self) -> PathBuf {
+        PathBuf::from(format!("{}.snapshots", self.socket.display()))
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         Command::new(HEADROOM)
             .args(args)
@@ -136,6 +141,15 @@ impl Ctl {
     }
 }
 
+/// Whatever way the test ends, the control socket (left behind when a failing test kills the
+/// switch) and the configuration snapshots (`headroom lab down` knows neither) go with it.
+impl Drop for Ctl {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.snapshots_dir());
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
 /// The element of a JSON array whose `key` is `value`.
 fn row<'a>(rows: &'a Value, key: &str, value: &str) -> &'a Value {
     rows.as_array()
@@ -164,16 +178,6 @@ fn only(index: usize, value: u64) -> [u64; 8] {
     let mut a = [0; 8];
     a[index] = value;
     a
-}
-
-/// Removes the configuration snapshots `config save` wrote next to the control socket (a lab's
-/// `headroom lab down` does not know about them).
-struct SnapshotsGuard(PathBuf);
-
-impl Drop for SnapshotsGuard {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A lossless PG's profile and its pool, as `headroom check` derives them.
@@ -747,7 +751,7 @@ fn tx_disabled_backlog_shows_in_watermarks_exactly_and_drains_on_enable() {
     /// Frames of the backlog: more cells than PG 3's reserved buffer holds, far below XOFF.
     const N: u64 = 90;
     const FRAME_BYTES: u64 = 1000;
-    let (lab, _switch, ctl) = lab_with_switch();
+    let (lab, switch, ctl) = lab_with_switch();
     let _sink = udp_sink(&lab, 1);
     let at_h1 = ip_receiver(&lab, 1);
     let h0 = RawSocket::open(&lab.host_ns(0), HOST_DEVICE, 0);
@@ -923,6 +927,9 @@ fn tx_disabled_backlog_shows_in_watermarks_exactly_and_drains_on_enable() {
         "cleared\n"
     );
     check_views(0, 0, None);
+    let report = switch.stop();
+    assert_eq!(report.port(1).tx_frames, 1 + N + 1, "{}", report.text);
+    assert_eq!(report.port(0).drops_total, 0, "{}", report.text);
 }
 
 /// Every counter of every `--json` answer that `clear counters` covers.
@@ -976,7 +983,7 @@ fn assert_all_counters_zero(ctl: &Ctl) {
 /// as exact deltas.
 #[test]
 fn clear_counters_reads_zero_then_exact_deltas() {
-    let (lab, _switch, ctl) = lab_with_switch();
+    let (lab, switch, ctl) = lab_with_switch();
     let _sink0 = udp_sink(&lab, 0);
     let _sink1 = udp_sink(&lab, 1);
     let h0 = RawSocket::open(&lab.host_ns(0), HOST_DEVICE, 0);
@@ -1063,6 +1070,16 @@ fn clear_counters_reads_zero_then_exact_deltas() {
     for p in ["Ethernet0", "Ethernet1"] {
         assert_eq!(row(&pfc_counters, "port", p)["rx_paused_us"], json!(ZEROS));
     }
+    // The switch itself keeps totals since start: its final report ignores the clear.
+    let report = switch.stop();
+    let (p0, p1) = (report.port(0), report.port(1));
+    assert_eq!(
+        (p0.rx_frames, p0.tx_frames, p1.rx_frames, p1.tx_frames),
+        (1 + 23 + 2, 1 + N + M, 1 + 1 + N + M + 1, 1 + 20),
+        "{}",
+        report.text
+    );
+    assert_eq!(p0.pfc_rx, only(4, 3), "{}", report.text);
 }
 
 /// Check 4: `config save` → `set pfc Ethernet0 3` → the dataplane ignores PFC for priority 4
@@ -1070,8 +1087,7 @@ fn clear_counters_reads_zero_then_exact_deltas() {
 /// priority 4 pauses again.
 #[test]
 fn config_save_set_rollback_round_trips_text_and_behaviour() {
-    let (lab, _switch, ctl) = lab_with_switch();
-    let _snapshots = SnapshotsGuard(PathBuf::from(format!("{}.snapshots", ctl.socket.display())));
+    let (lab, switch, ctl) = lab_with_switch();
     let _sink0 = udp_sink(&lab, 0);
     let h0 = RawSocket::open(&lab.host_ns(0), HOST_DEVICE, 0);
     let h1 = RawSocket::open(&lab.host_ns(1), HOST_DEVICE, 0);
@@ -1166,6 +1182,10 @@ fn config_save_set_rollback_round_trips_text_and_behaviour() {
         ctl.json(&["show", "config"])["text"].as_str().unwrap(),
         original_text
     );
+    // Counters carried over both reconfigurations: three PFC frames, one data frame.
+    let report = switch.stop();
+    assert_eq!(report.port(0).pfc_rx, only(4, 3), "{}", report.text);
+    assert_eq!(report.port(0).tx_frames, 1 + 1, "{}", report.text);
 }
 
 /// The frames of a pcap file.
@@ -1231,7 +1251,7 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
         .arg(&ctl.socket);
     let pfc_at_h0 = RawSocket::open(&lab.host_ns(0), HOST_DEVICE, 0x8808);
     pfc_at_h0.set_receive_buffer(4 << 20);
-    let capture = Background::spawn(capture_cmd);
+    let mut capture = Background::spawn(capture_cmd);
     let started = eventually(DEADLINE, || switch.stderr().contains("capture started"));
     assert!(started, "the capture did not start:\n{}", switch.stderr());
     assert_eq!(ctl.pfc("Ethernet0")["tx"], json!(ZEROS));
@@ -1335,19 +1355,16 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
     );
 
     // Close the capture behind a sentinel from h0 (a PAUSE of 0 quanta: received MAC Control
-    // is captured too) so that the file is known to hold everything before it stops.
+    // is captured too): once the file holds it whole, it holds everything the switch sent
+    // before, and nothing more is coming, so stopping the capture cuts no record.
     let sentinel = pause_802_3x(0, 0);
-    let closed = eventually(DEADLINE, || {
-        pcap_frames(&pcap).contains(&sentinel) || {
-            send_all(&h0, std::slice::from_ref(&sentinel));
-            false
-        }
-    });
+    send_all(&h0, std::slice::from_ref(&sentinel));
+    let closed = eventually(DEADLINE, || pcap_frames(&pcap).contains(&sentinel));
     assert!(closed, "the sentinel never reached the capture file");
     let pid = libc::pid_t::try_from(capture.child.id()).unwrap();
     // SAFETY: kill with the pid of our own child, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGINT) };
-    drop(capture);
+    let _ = capture.child.wait();
 
     let mut tshark = Command::new("tshark");
     tshark
