@@ -1070,6 +1070,22 @@ fn clear_counters_reads_zero_then_exact_deltas() {
     for p in ["Ethernet0", "Ethernet1"] {
         assert_eq!(row(&pfc_counters, "port", p)["rx_paused_us"], json!(ZEROS));
     }
+    // A reconfiguration (a drained restart of the dataplane) changes none of it: the new
+    // dataplane's counters add to the carried-over totals, the clear's snapshot still applies.
+    let views = [
+        &["show", "ports"][..],
+        &["show", "pfc", "counters"],
+        &["show", "queue", "counters"],
+        &["show", "priority-group", "drop"],
+    ];
+    let before_restart: Vec<Value> = views.iter().map(|v| ctl.json(v)).collect();
+    assert_eq!(ctl.ok(&["set", "pfc", "Ethernet0", "3,4"]), "applied\n");
+    let after_restart: Vec<Value> = views.iter().map(|v| ctl.json(v)).collect();
+    assert_eq!(
+        after_restart, before_restart,
+        "a restart changed the cleared counters"
+    );
+
     // The switch itself keeps totals since start: its final report ignores the clear.
     let report = switch.stop();
     let (p0, p1) = (report.port(0), report.port(1));
@@ -1100,7 +1116,7 @@ fn config_save_set_rollback_round_trips_text_and_behaviour() {
     );
 
     // h0 pauses priority 4 for TEST_QUANTA: priority 4's egress on Ethernet0 is held for
-    // exactly the pause time (`rx_paused_us`). `pauses` counts the frames sent so far.
+    // exactly the pause time (`rx_paused_us`) when PFC is on for it.
     let mut pfc_frames_sent = 0u64;
     let mut pause_priority_4 = |expected_paused_us: u64| -> Value {
         send_all(&h0, &[pfc(0, 4, TEST_QUANTA)]);
@@ -1225,8 +1241,8 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
     let frames_sent = admitted + 20;
     let (reserved, shared, headroom, dropped) = profile.fill(frames_sent, frame_cells);
     assert_eq!((headroom, dropped), (profile.headroom_cells, 20));
-    // Alone in its pool, the PG fills exactly the shared limit `headroom check` prints (the
-    // frames are whole multiples of what is left of it).
+    // Alone in its pool, the PG fills exactly the shared limit `headroom check` prints (its
+    // reserved buffer and that limit are whole numbers of these frames).
     assert_eq!(shared * cell, profile.shared_limit_bytes, "{profile:?}");
     eprintln!(
         "{frames_sent} frames of {frame_cells} cells: {admitted} admitted (reserved {reserved}, \
