@@ -13,6 +13,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Writes to stdout. A reader that went away (`headroom show … | head`) ends the process
@@ -876,7 +878,7 @@ pub(crate) struct CaptureArgs {
     /// Stop after this many frames.
     #[arg(long)]
     count: Option<u64>,
-    /// Stop after this many seconds (default 10).
+    /// Stop after this many seconds (default 10). Ctrl-C stops it earlier.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
     /// Stop when the file reaches this many bytes (default 100 MB).
@@ -920,6 +922,14 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
     };
     let mut writer = PcapWriter::with_header(file, header).map_err(|e| e.to_string())?;
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(args.duration.max(0.0));
+    // Ctrl-C (or SIGTERM) ends the capture like its bounds do, between records, as tcpdump's
+    // does: the file never ends in a cut record and the summary is printed. Checked at least
+    // every read timeout.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&interrupted))
+            .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
+    }
     let mut frames = 0u64;
     let mut written = 24u64;
     stream
@@ -927,6 +937,7 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
         .map_err(|e| e.to_string())?;
     let mut head = [0u8; 17];
     while std::time::Instant::now() < deadline
+        && !interrupted.load(Ordering::Relaxed)
         && args.count.is_none_or(|c| frames < c)
         && written < args.max_bytes
     {
@@ -952,7 +963,8 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
     Ok(frames)
 }
 
-/// Reads exactly `buf.len()` bytes; `Ok(false)` when nothing arrived before the read timeout.
+/// Reads exactly `buf.len()` bytes; `Ok(false)` when nothing arrived before the read timeout
+/// or a signal interrupted the wait (the caller checks its stop conditions again).
 fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
@@ -968,7 +980,9 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
                 if got == 0
                     && matches!(
                         e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
                     ) =>
             {
                 return Ok(false)
@@ -976,7 +990,9 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
                 ) =>
             {
                 continue
