@@ -1377,10 +1377,20 @@ fn capture_holds_every_generated_pfc_frame_as_counted() {
     send_all(&h0, std::slice::from_ref(&sentinel));
     let closed = eventually(DEADLINE, || pcap_frames(&pcap).contains(&sentinel));
     assert!(closed, "the sentinel never reached the capture file");
+    // Ctrl-C ends a capture between records, with its summary.
     let pid = libc::pid_t::try_from(capture.child.id()).unwrap();
     // SAFETY: kill with the pid of our own child, not yet reaped.
     unsafe { libc::kill(pid, libc::SIGINT) };
-    let _ = capture.child.wait();
+    let status = capture.child.wait().expect("waiting for the capture");
+    let in_file = pcap_frames(&pcap).len();
+    let summary = format!("{in_file} frames written to {}", pcap.display());
+    let summarised = eventually(DEADLINE, || capture.stderr().contains(&summary));
+    assert!(
+        status.success() && summarised,
+        "the capture did not end cleanly on SIGINT ({status}): {}",
+        capture.stderr()
+    );
+    assert_eq!(in_file as u64, pfc_tx + 1, "PFC frames and the sentinel");
 
     let mut tshark = Command::new("tshark");
     tshark
