@@ -72,25 +72,7 @@ impl Target {
             let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
             return Ok(config.runtime.control_socket);
         }
-        let dir = Path::new("/run/headroom");
-        let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "sock"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        match sockets.as_slice() {
-            [one] => Ok(one.clone()),
-            [] => {
-                Err("no running headroom found in /run/headroom; pass --socket or --config".into())
-            }
-            _ => Err(format!(
-                "several switches run ({}); pass --socket or --config",
-                sockets.len()
-            )),
-        }
+        running_switch_socket(Path::new("/run/headroom"))
     }
 
     pub(crate) fn connect(&self) -> Result<UnixStream, String> {
@@ -122,6 +104,47 @@ impl Target {
         let typed = serde_json::from_value(response.data.clone())
             .map_err(|e| format!("unexpected answer: {e}"))?;
         Ok((typed, response.data))
+    }
+}
+
+/// The control socket of the only switch running with its socket in `dir`. Socket files that
+/// nobody listens on (left by a switch that was killed or crashed: a clean stop removes its
+/// socket) are not switches and are left out, so that one stale file neither hides the running
+/// switch nor makes it look like several.
+fn running_switch_socket(dir: &Path) -> Result<PathBuf, String> {
+    let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            let mut paths: Vec<PathBuf> = d
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+                .collect();
+            paths.sort();
+            paths
+        })
+        .unwrap_or_default();
+    let (live, stale): (Vec<PathBuf>, Vec<PathBuf>) = sockets
+        .into_iter()
+        .partition(|p| UnixStream::connect(p).is_ok());
+    match live.as_slice() {
+        [one] => Ok(one.clone()),
+        [] if stale.is_empty() => Err(format!(
+            "no running headroom found in {}; pass --socket or --config",
+            dir.display()
+        )),
+        [] => Err(format!(
+            "no running headroom found in {} (nothing listens on {}); pass --socket or --config",
+            dir.display(),
+            stale
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => Err(format!(
+            "several switches run ({}); pass --socket or --config",
+            live.len()
+        )),
     }
 }
 
@@ -1001,4 +1024,34 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn discovery_finds_the_one_live_socket_and_ignores_stale_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = running_switch_socket(dir.path()).unwrap_err();
+        assert!(none.starts_with("no running headroom found in "), "{none}");
+        // A socket file nobody listens on any more (a killed switch's).
+        drop(UnixListener::bind(dir.path().join("crashed.sock")).unwrap());
+        let stale = running_switch_socket(dir.path()).unwrap_err();
+        assert!(stale.contains("nothing listens on"), "{stale}");
+        assert!(stale.contains("crashed.sock"), "{stale}");
+        let _live = UnixListener::bind(dir.path().join("lab.sock")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a socket").unwrap();
+        assert_eq!(
+            running_switch_socket(dir.path()).unwrap(),
+            dir.path().join("lab.sock")
+        );
+        let _other = UnixListener::bind(dir.path().join("other.sock")).unwrap();
+        let several = running_switch_socket(dir.path()).unwrap_err();
+        assert_eq!(
+            several,
+            "several switches run (2); pass --socket or --config"
+        );
+    }
 }
