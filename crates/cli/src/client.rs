@@ -13,6 +13,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Writes to stdout. A reader that went away (`headroom show … | head`) ends the process
@@ -70,25 +72,7 @@ impl Target {
             let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
             return Ok(config.runtime.control_socket);
         }
-        let dir = Path::new("/run/headroom");
-        let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|d| {
-                d.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "sock"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        match sockets.as_slice() {
-            [one] => Ok(one.clone()),
-            [] => {
-                Err("no running headroom found in /run/headroom; pass --socket or --config".into())
-            }
-            _ => Err(format!(
-                "several switches run ({}); pass --socket or --config",
-                sockets.len()
-            )),
-        }
+        running_switch_socket(Path::new("/run/headroom"))
     }
 
     pub(crate) fn connect(&self) -> Result<UnixStream, String> {
@@ -120,6 +104,47 @@ impl Target {
         let typed = serde_json::from_value(response.data.clone())
             .map_err(|e| format!("unexpected answer: {e}"))?;
         Ok((typed, response.data))
+    }
+}
+
+/// The control socket of the only switch running with its socket in `dir`. Socket files that
+/// nobody listens on (left by a switch that was killed or crashed: a clean stop removes its
+/// socket) are not switches and are left out, so that one stale file neither hides the running
+/// switch nor makes it look like several.
+fn running_switch_socket(dir: &Path) -> Result<PathBuf, String> {
+    let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            let mut paths: Vec<PathBuf> = d
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+                .collect();
+            paths.sort();
+            paths
+        })
+        .unwrap_or_default();
+    let (live, stale): (Vec<PathBuf>, Vec<PathBuf>) = sockets
+        .into_iter()
+        .partition(|p| UnixStream::connect(p).is_ok());
+    match live.as_slice() {
+        [one] => Ok(one.clone()),
+        [] if stale.is_empty() => Err(format!(
+            "no running headroom found in {}; pass --socket or --config",
+            dir.display()
+        )),
+        [] => Err(format!(
+            "no running headroom found in {} (nothing listens on {}); pass --socket or --config",
+            dir.display(),
+            stale
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => Err(format!(
+            "several switches run ({}); pass --socket or --config",
+            live.len()
+        )),
     }
 }
 
@@ -876,7 +901,7 @@ pub(crate) struct CaptureArgs {
     /// Stop after this many frames.
     #[arg(long)]
     count: Option<u64>,
-    /// Stop after this many seconds (default 10).
+    /// Stop after this many seconds (default 10). Ctrl-C stops it earlier.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
     /// Stop when the file reaches this many bytes (default 100 MB).
@@ -920,6 +945,14 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
     };
     let mut writer = PcapWriter::with_header(file, header).map_err(|e| e.to_string())?;
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(args.duration.max(0.0));
+    // Ctrl-C (or SIGTERM) ends the capture like its bounds do, between records, as tcpdump's
+    // does: the file never ends in a cut record and the summary is printed. Checked at least
+    // every read timeout.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&interrupted))
+            .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
+    }
     let mut frames = 0u64;
     let mut written = 24u64;
     stream
@@ -927,6 +960,7 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
         .map_err(|e| e.to_string())?;
     let mut head = [0u8; 17];
     while std::time::Instant::now() < deadline
+        && !interrupted.load(Ordering::Relaxed)
         && args.count.is_none_or(|c| frames < c)
         && written < args.max_bytes
     {
@@ -952,7 +986,8 @@ fn capture_inner(target: &Target, args: &CaptureArgs) -> Result<u64, String> {
     Ok(frames)
 }
 
-/// Reads exactly `buf.len()` bytes; `Ok(false)` when nothing arrived before the read timeout.
+/// Reads exactly `buf.len()` bytes; `Ok(false)` when nothing arrived before the read timeout
+/// or a signal interrupted the wait (the caller checks its stop conditions again).
 fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<bool> {
     let mut got = 0;
     while got < buf.len() {
@@ -968,7 +1003,9 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
                 if got == 0
                     && matches!(
                         e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
                     ) =>
             {
                 return Ok(false)
@@ -976,7 +1013,9 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
             Err(e)
                 if matches!(
                     e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
                 ) =>
             {
                 continue
@@ -985,4 +1024,34 @@ fn read_exact_or_timeout(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Res
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn discovery_finds_the_one_live_socket_and_ignores_stale_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = running_switch_socket(dir.path()).unwrap_err();
+        assert!(none.starts_with("no running headroom found in "), "{none}");
+        // A socket file nobody listens on any more (a killed switch's).
+        drop(UnixListener::bind(dir.path().join("crashed.sock")).unwrap());
+        let stale = running_switch_socket(dir.path()).unwrap_err();
+        assert!(stale.contains("nothing listens on"), "{stale}");
+        assert!(stale.contains("crashed.sock"), "{stale}");
+        let _live = UnixListener::bind(dir.path().join("lab.sock")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a socket").unwrap();
+        assert_eq!(
+            running_switch_socket(dir.path()).unwrap(),
+            dir.path().join("lab.sock")
+        );
+        let _other = UnixListener::bind(dir.path().join("other.sock")).unwrap();
+        let several = running_switch_socket(dir.path()).unwrap_err();
+        assert_eq!(
+            several,
+            "several switches run (2); pass --socket or --config"
+        );
+    }
 }

@@ -783,6 +783,24 @@ impl RawSocket {
         .expect("socket thread")
     }
 
+    /// Sets the receive buffer to `bytes` (SO_RCVBUFFORCE, root only), so that a burst the test
+    /// reads only after it arrived is not dropped by the kernel (the default holds about a
+    /// hundred full-size frames).
+    pub fn set_receive_buffer(&self, bytes: usize) {
+        let value = libc::c_int::try_from(bytes).expect("buffer size");
+        // SAFETY: `value` is a valid c_int of the length given; the socket is ours.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                std::ptr::from_ref(&value).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        check(rc).expect("SO_RCVBUFFORCE");
+    }
+
     /// Sends one frame as it is (no padding, no FCS).
     pub fn send(&self, frame: &[u8]) -> std::io::Result<()> {
         // SAFETY: the buffer is valid for its length; the socket is bound to an interface.
