@@ -40,3 +40,17 @@ mod sys;
 
 pub use port::{AfPacketConfig, AfPacketError, AfPacketPort, AfPacketRx, AfPacketTx, RingVersion};
 pub use stats::{AfPacketStats, AfPacketStatsHandle};
+
+/// Whether `interface` (in the calling thread's network namespace) is up and running
+/// (`IFF_UP` and `IFF_RUNNING`, which reflects the operational state, i.e. the carrier; the
+/// 16-bit `SIOCGIFFLAGS` cannot carry `IFF_LOWER_UP`); `None` when it cannot be asked.
+///
+/// Asked through a socket rather than `/sys/class/net`, which shows the namespace sysfs was
+/// mounted in, not the one the thread entered.
+#[must_use]
+pub fn link_up(interface: &str) -> Option<bool> {
+    let socket = sys::control_socket().ok()?;
+    let mut request = sys::InterfaceRequest::new(interface)?;
+    let flags = request.flags(std::os::fd::AsFd::as_fd(&socket)).ok()?;
+    Some(flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0)
+}

@@ -155,6 +155,13 @@ impl InterfaceRequest {
         Ok(unsafe { self.req.ifr_ifru.ifru_mtu })
     }
 
+    /// The interface flags (`IFF_*`).
+    pub(crate) fn flags(&mut self, fd: BorrowedFd<'_>) -> io::Result<c_int> {
+        self.ioctl(fd, libc::SIOCGIFFLAGS)?;
+        // SAFETY: SIOCGIFFLAGS succeeded and wrote `ifru_flags`.
+        Ok(c_int::from(unsafe { self.req.ifr_ifru.ifru_flags }))
+    }
+
     /// The hardware address type (`ARPHRD_*`) and its first six bytes.
     pub(crate) fn hardware_address(&mut self, fd: BorrowedFd<'_>) -> io::Result<(u16, [u8; 6])> {
         self.ioctl(fd, libc::SIOCGIFHWADDR)?;

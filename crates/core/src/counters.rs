@@ -190,7 +190,8 @@ pub struct IngressPortCounters {
 pub struct PoolCounters {
     /// Highest shared use, bytes (SAI `BUFFER_POOL_STAT_WATERMARK_BYTES`).
     pub shared_watermark: Watermark,
-    /// Highest shared-headroom-pool use, bytes (SAI `XOFF_ROOM_WATERMARK_BYTES`).
+    /// Highest headroom in use by the pool's PGs, bytes: the shared headroom pool when the pool
+    /// has one (SAI `XOFF_ROOM_WATERMARK_BYTES`), else the PGs' private headroom.
     pub headroom_watermark: Watermark,
 }
 

@@ -161,7 +161,7 @@ pub struct PortWatermarks {
 pub struct PoolWatermarks {
     /// Highest shared use.
     pub shared: u64,
-    /// Highest shared-headroom-pool use.
+    /// Highest headroom in use (shared headroom pool, or private headroom).
     pub headroom: u64,
 }
 

@@ -16,16 +16,11 @@ pub type StatsReader = Arc<dyn Fn() -> BackendStats + Send + Sync>;
 /// Reads a port's link state (`None`: unknown), from the control thread.
 pub type LinkReader = Arc<dyn Fn() -> Option<bool> + Send + Sync>;
 
-/// The link state of a Linux interface as its driver reports it (`operstate`; veths and most
-/// NICs say `up` or `down`), from the calling thread's network namespace.
+/// The link state of a Linux interface in the calling thread's network namespace (up with
+/// carrier), `None` when it cannot be asked.
 #[must_use]
 pub fn linux_link_up(interface: &str) -> Option<bool> {
-    let state = std::fs::read_to_string(format!("/sys/class/net/{interface}/operstate")).ok()?;
-    match state.trim() {
-        "up" => Some(true),
-        "down" | "lowerlayerdown" | "notpresent" | "dormant" => Some(false),
-        _ => None,
-    }
+    headroom_afpacket::link_up(interface)
 }
 
 /// A port the backend opened.

@@ -256,7 +256,8 @@ pub struct PoolWatermarkRow {
     pub pool: String,
     /// Highest shared use, bytes.
     pub shared_bytes: u64,
-    /// Highest shared-headroom-pool use, bytes.
+    /// Highest headroom in use by the pool's PGs (the shared headroom pool when there is one,
+    /// else private headroom), bytes.
     pub headroom_bytes: u64,
 }
 
