@@ -101,6 +101,9 @@ pub struct ControlPlane {
     config: Config,
     base: Vec<PortStats>,
     cleared: Vec<PortStats>,
+    /// Backend counters (kernel/NIC) at the last `clear counters`, per port. Backends restart
+    /// their counters when a reconfiguration reopens the ports; this is reset then.
+    cleared_backend: Vec<headroom_io::BackendStats>,
     user_marks: Marks,
     persistent_marks: Marks,
     last_watermark_poll: std::time::Instant,
@@ -172,6 +175,7 @@ impl ControlPlane {
             config_text: text,
             base: vec![PortStats::default(); ports],
             cleared: vec![PortStats::default(); ports],
+            cleared_backend: vec![headroom_io::BackendStats::default(); ports],
             user_marks: Marks::new(ports, pools),
             persistent_marks: Marks::new(ports, pools),
             last_watermark_poll: std::time::Instant::now(),
@@ -596,8 +600,12 @@ impl ControlPlane {
                         .filter(|r| s.drops[r.index()] > 0)
                         .map(|r| (r.name().to_owned(), s.drops[r.index()]))
                         .collect(),
-                    backend_rx_missed: backend.rx_missed,
-                    backend_tx_failed: backend.tx_failed,
+                    backend_rx_missed: backend
+                        .rx_missed
+                        .saturating_sub(self.cleared_backend[p].rx_missed),
+                    backend_tx_failed: backend
+                        .tx_failed
+                        .saturating_sub(self.cleared_backend[p].tx_failed),
                 }
             })
             .collect()
@@ -631,6 +639,7 @@ impl ControlPlane {
             Clear::Counters => {
                 for p in 0..self.config.ports.len() {
                     self.cleared[p] = self.total_stats(running, p);
+                    self.cleared_backend[p] = running.backend_stats(port_id(p));
                 }
                 tracing::info!("counters cleared");
             }
@@ -798,6 +807,12 @@ impl ControlPlane {
                     *b += c.get();
                 }
             }
+        }
+        // AF_PACKET reopens its ports and restarts their kernel counters; the snapshot taken
+        // at the last clear no longer applies. (DPDK keeps its ports: its counters then show
+        // totals again after a reconfiguration.)
+        for c in &mut self.cleared_backend {
+            *c = headroom_io::BackendStats::default();
         }
         self.replace_config(text, config);
     }
