@@ -200,6 +200,9 @@ pub(crate) enum ShowCommand {
     Fdb,
     /// The running configuration with its derived values.
     Config,
+    /// Everything numeric at once, as JSON (what `headroom top` reads): port, PFC, queue and
+    /// watchdog counters, PG occupancy, queueing-delay histograms.
+    Snapshot,
 }
 
 #[derive(Debug, Subcommand)]
@@ -580,6 +583,13 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 say!("{t}");
                 sayln!("Total number of entries {}", rows.len());
             }
+        }
+        ShowCommand::Snapshot => {
+            let response = target.request(&req(Show::Snapshot))?;
+            if !response.ok {
+                return Err(response.error.unwrap_or_default());
+            }
+            print_json(&response.data);
         }
         ShowCommand::Config => {
             let (cfg, raw): (RunningConfig, _) = target.fetch(&req(Show::Config))?;
