@@ -29,6 +29,25 @@ fn forwards_on(driver: LabDriver) {
             ],
         );
     }
+    // The control socket works on DPDK too: link state from the PMD, counters from the core.
+    let socket = format!("/run/headroom/{}-lab.sock", lab.prefix());
+    let out = common::run_ok(
+        std::process::Command::new(common::HEADROOM)
+            .args(["show", "ports", "--json", "-s", &socket]),
+    );
+    let ports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("show ports --json");
+    for (i, port) in ports
+        .as_array()
+        .expect("an array of ports")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(port["link"], "up", "port {i}: {port}");
+        assert!(
+            port["rx_frames"].as_u64().unwrap_or(0) >= 6,
+            "port {i}: {port}"
+        );
+    }
     let report = switch.stop();
     // Each ping above is 3 requests and 3 replies through two ports.
     let rx: u64 = (0..3).map(|i| report.port(i).rx_frames).sum();
