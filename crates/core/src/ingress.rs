@@ -158,6 +158,9 @@ pub struct Ingress<F: Frame> {
     seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
     wanted_xoff: Vec<u8>,
     rate: Vec<[RateWindow; PRIORITY_COUNT]>,
+    /// Per port: lossless PGs whose cells a refused enqueue gave back since the last pull of
+    /// releases; re-evaluated with the next pull (see `pull_releases`).
+    pending_eval: Vec<u8>,
     /// Rate windows currently in alarm (so that idle polls skip the scan).
     alarms_active: u32,
     /// Some lossless PG has a dynamic threshold (its limit moves with the pool's use).
@@ -199,6 +202,7 @@ impl<F: Frame> Ingress<F> {
             seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],
             seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
             wanted_xoff: vec![0; ports],
+            pending_eval: vec![0; ports],
             rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
             alarms_active: 0,
             dynamic_lossless: params.ports.iter().flat_map(|p| p.pgs.iter()).any(|pg| {
@@ -283,38 +287,81 @@ impl<F: Frame> Ingress<F> {
             }
         }
         if changed {
-            let egress_sides = releases.egress_sides();
-            let cell = u64::from(self.cell_shift_or_size);
-            for &port in &self.owned {
-                let p = port.index();
-                for pg in 0..PRIORITY_COUNT {
-                    let total: u64 = (0..egress_sides).map(|e| releases.pg(e, p, pg).get()).sum();
-                    let delta = total - self.seen_pg_release[p][pg];
-                    if delta > 0 {
-                        self.seen_pg_release[p][pg] = total;
-                        self.buffers.release(p, pg, delta);
-                        self.shared.ingress_counters[self.side].ports[p].pg_used_bytes[pg]
-                            .set(self.buffers.pg(p, pg).total() * cell);
-                    }
+            self.pull_releases();
+        }
+        // With dynamic thresholds, releases move every PG's limit; without any release, other
+        // ingress sides' use of a shared pool still can.
+        if self.dynamic_lossless && (changed || self.ingress_sides > 1) {
+            self.update_pfc_all();
+        }
+    }
+
+    /// Pulls every release counter into the accounting. With static thresholds only a PG whose
+    /// occupancy changed can change its XOFF/XON state (its limit and XON point are constants),
+    /// so exactly those are re-evaluated here: the PGs that got cells back, and those released
+    /// by a refused enqueue since the last pull (`pending_eval`). With dynamic thresholds the
+    /// caller re-evaluates all of them.
+    fn pull_releases(&mut self) {
+        let releases = &self.shared.releases;
+        let egress_sides = releases.egress_sides();
+        let cell = u64::from(self.cell_shift_or_size);
+        let counters = &self.shared.ingress_counters[self.side].ports;
+        let evaluate = !self.dynamic_lossless;
+        for i in 0..self.owned.len() {
+            let port = self.owned[i];
+            let p = port.index();
+            let mut totals = [0u64; PRIORITY_COUNT];
+            for e in 0..egress_sides {
+                for (t, c) in totals.iter_mut().zip(releases.pg_block(e, p)) {
+                    *t += c.get();
                 }
             }
-            for p in 0..self.views.len() {
-                for q in 0..PRIORITY_COUNT {
-                    let total: u64 = (0..egress_sides)
-                        .map(|e| releases.queue(e, self.side, p, q).get())
-                        .sum();
-                    let delta = total - self.seen_queue_release[p][q];
-                    if delta > 0 {
-                        self.seen_queue_release[p][q] = total;
-                        self.egress_buffers.release(p, q, delta);
-                    }
+            let seen = &mut self.seen_pg_release[p];
+            let gauges = &counters[p].pg_used_bytes;
+            let mut released = 0u8;
+            for pg in 0..PRIORITY_COUNT {
+                let delta = totals[pg] - seen[pg];
+                if delta > 0 {
+                    seen[pg] = totals[pg];
+                    released |= 1 << pg;
+                    self.buffers.release(p, pg, delta);
+                    gauges[pg].set(self.buffers.pg(p, pg).total() * cell);
+                }
+            }
+            self.pending_eval[p] |= released & self.views[p].lossless_mask;
+        }
+        for p in 0..self.views.len() {
+            let mut totals = [0u64; PRIORITY_COUNT];
+            for e in 0..egress_sides {
+                for (t, c) in totals.iter_mut().zip(releases.queue_block(e, self.side, p)) {
+                    *t += c.get();
+                }
+            }
+            let seen = &mut self.seen_queue_release[p];
+            for q in 0..PRIORITY_COUNT {
+                let delta = totals[q] - seen[q];
+                if delta > 0 {
+                    seen[q] = totals[q];
+                    self.egress_buffers.release(p, q, delta);
                 }
             }
         }
-        // Releases can bring XON (and, with dynamic thresholds, move limits). Without any,
-        // only other ingress sides' use of a shared pool can move a dynamic limit.
-        if changed || (self.dynamic_lossless && self.ingress_sides > 1) {
-            self.update_pfc_all();
+        for i in 0..self.owned.len() {
+            let port = self.owned[i];
+            let p = port.index();
+            let mut mask = core::mem::take(&mut self.pending_eval[p]);
+            if !evaluate || mask == 0 {
+                continue;
+            }
+            let mut transitioned = false;
+            while mask != 0 {
+                let pg = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                transitioned |= self.update_pg(port, pg);
+            }
+            if transitioned {
+                self.publish_wanted(port);
+            }
         }
     }
 
@@ -525,6 +572,7 @@ impl<F: Frame> Ingress<F> {
         }
         if let Err(reason) = self.egress_buffers.admit(o, m.queue, u64::from(cells)) {
             self.buffers.release(in_p, m.pg, u64::from(cells));
+            self.pending_eval[in_p] |= 1 << m.pg;
             counters.ports[o].queue_admission_drops[m.queue].inc();
             counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);
             return self.drop_frame(m.in_port, reason, frame);
@@ -532,6 +580,7 @@ impl<F: Frame> Ingress<F> {
         if self.producers[o][m.queue].is_full() {
             // The ring is sized from the config; reaching its end is a drop like any other.
             self.buffers.release(in_p, m.pg, u64::from(cells));
+            self.pending_eval[in_p] |= 1 << m.pg;
             self.egress_buffers.release(o, m.queue, u64::from(cells));
             counters.ports[o].queue_admission_drops[m.queue].inc();
             counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);

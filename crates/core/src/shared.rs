@@ -175,6 +175,27 @@ impl Releases {
             + q]
     }
 
+    /// The eight PG release counters of `port` kept by `egress_side`, as one block: the ingress
+    /// side's sync reads a port's PGs with one bounds check instead of eight.
+    #[inline]
+    pub(crate) fn pg_block(&self, egress_side: usize, port: usize) -> &[Counter; PRIORITY_COUNT] {
+        block(&self.pg, egress_side * self.ports + port)
+    }
+
+    /// The eight queue release counters of `port` kept by `egress_side` for `ingress_side`.
+    #[inline]
+    pub(crate) fn queue_block(
+        &self,
+        egress_side: usize,
+        ingress_side: usize,
+        port: usize,
+    ) -> &[Counter; PRIORITY_COUNT] {
+        block(
+            &self.queue,
+            (egress_side * self.ingress_sides + ingress_side) * self.ports + port,
+        )
+    }
+
     #[inline]
     pub(crate) fn generation(&self, egress_side: usize) -> &Counter {
         &self.generation[egress_side]
@@ -183,6 +204,15 @@ impl Releases {
     pub(crate) fn egress_sides(&self) -> usize {
         self.generation.len()
     }
+}
+
+/// Block `i` of eight consecutive counters.
+#[inline]
+fn block(counters: &[Counter], i: usize) -> &[Counter; PRIORITY_COUNT] {
+    let start = i * PRIORITY_COUNT;
+    counters[start..start + PRIORITY_COUNT]
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("a range of PRIORITY_COUNT counters"))
 }
 
 /// Everything the sides of one switch share.
