@@ -394,8 +394,9 @@ impl IngressBuffers {
         self.admit_frame(port, pg, cells).map(|_| ())
     }
 
-    /// [`IngressBuffers::admit`], returning what the admission left behind.
-    #[inline]
+    /// [`IngressBuffers::admit`], returning what the admission left behind. Always inlined:
+    /// it runs once per frame, and inlined its result stays in registers.
+    #[inline(always)]
     pub(crate) fn admit_frame(
         &mut self,
         port: usize,
@@ -486,7 +487,7 @@ impl IngressBuffers {
     /// transition, if any. Lossy PGs never transition.
     #[inline]
     pub fn update_xoff(&mut self, port: usize, pg: usize) -> Option<PgTransition> {
-        let PgSlot { profile, state } = self.pgs[port][pg];
+        let PgSlot { profile, state } = &self.pgs[port][pg];
         if !profile.is_lossless() {
             return None;
         }
@@ -670,8 +671,9 @@ impl EgressBuffers {
         self.admit_frame(port, queue, cells).map(|_| ())
     }
 
-    /// [`EgressBuffers::admit`], returning what the admission left behind.
-    #[inline]
+    /// [`EgressBuffers::admit`], returning what the admission left behind (inlined like
+    /// [`IngressBuffers::admit`]).
+    #[inline(always)]
     pub(crate) fn admit_frame(
         &mut self,
         port: usize,
