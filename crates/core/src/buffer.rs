@@ -460,32 +460,46 @@ impl IngressBuffers {
     /// then reserved.
     #[inline]
     pub fn release(&mut self, port: usize, pg: usize, cells: u64) {
-        let slot = &mut self.pgs[port][pg];
-        let pool = slot.profile.pool;
-        let state = &mut slot.state;
-        debug_assert!(
-            cells <= state.total(),
-            "releasing {cells} cells of a PG holding {}",
-            state.total()
-        );
-        let from_headroom = cells.min(state.headroom_used);
-        let from_shared = (cells - from_headroom).min(state.shared_used);
-        let from_reserved = (cells - from_headroom - from_shared).min(state.reserved_used);
-        state.headroom_used -= from_headroom;
-        state.shared_used -= from_shared;
-        state.reserved_used -= from_reserved;
-        if from_headroom + from_shared > 0 {
-            let used = &mut self.pools[pool].used;
-            used.headroom_used -= from_headroom;
-            used.shared_used -= from_shared;
-            self.board
-                .publish(self.side, pool, used.shared_used, used.headroom_used);
+        let Self {
+            pgs,
+            pools,
+            board,
+            side,
+        } = self;
+        release_pg(&mut pgs[port][pg], pools, board, *side, cells);
+    }
+
+    /// Gives back `cells[pg]` cells to each PG of `port` in `mask`, as [`IngressBuffers::release`]
+    /// does, and returns what each of them holds afterwards (the pull of a whole port's
+    /// releases, with the port looked up once).
+    #[inline]
+    pub(crate) fn release_port(
+        &mut self,
+        port: usize,
+        cells: &[u64; PRIORITY_COUNT],
+        mut mask: u8,
+    ) -> [u64; PRIORITY_COUNT] {
+        let Self {
+            pgs,
+            pools,
+            board,
+            side,
+        } = self;
+        let slots = &mut pgs[port];
+        let mut totals = [0; PRIORITY_COUNT];
+        while mask != 0 {
+            let pg = mask.trailing_zeros() as usize % PRIORITY_COUNT;
+            mask &= mask - 1;
+            release_pg(&mut slots[pg], pools, board, *side, cells[pg]);
+            totals[pg] = slots[pg].state.total();
         }
+        totals
     }
 
     /// Re-evaluates XOFF/XON of a lossless PG against the current pool state; returns the
-    /// transition, if any. Lossy PGs never transition.
-    #[inline]
+    /// transition, if any. Lossy PGs never transition. Always inlined: it follows every lossless
+    /// admission, where the PG's state is still in registers.
+    #[inline(always)]
     pub fn update_xoff(&mut self, port: usize, pg: usize) -> Option<PgTransition> {
         let PgSlot { profile, state } = &self.pgs[port][pg];
         if !profile.is_lossless() {
@@ -566,6 +580,36 @@ impl IngressBuffers {
     }
 }
 
+/// Gives back `cells` cells of one PG: headroom first, then shared, then reserved.
+#[inline]
+fn release_pg(
+    slot: &mut PgSlot,
+    pools: &mut [IngressPoolSlot],
+    board: &PoolBoard,
+    side: usize,
+    cells: u64,
+) {
+    let pool = slot.profile.pool;
+    let state = &mut slot.state;
+    debug_assert!(
+        cells <= state.total(),
+        "releasing {cells} cells of a PG holding {}",
+        state.total()
+    );
+    let from_headroom = cells.min(state.headroom_used);
+    let from_shared = (cells - from_headroom).min(state.shared_used);
+    let from_reserved = (cells - from_headroom - from_shared).min(state.reserved_used);
+    state.headroom_used -= from_headroom;
+    state.shared_used -= from_shared;
+    state.reserved_used -= from_reserved;
+    if from_headroom + from_shared > 0 {
+        let used = &mut pools[pool].used;
+        used.headroom_used -= from_headroom;
+        used.shared_used -= from_shared;
+        board.publish(side, pool, used.shared_used, used.headroom_used);
+    }
+}
+
 /// A queue's profile, kind and use, together (see [`PgSlot`]).
 #[derive(Clone, Copy, Debug)]
 struct QueueSlot {
@@ -579,6 +623,32 @@ struct QueueSlot {
 struct EgressPoolSlot {
     cells: PoolCells,
     used: u64,
+}
+
+/// Gives back `cells` cells of one egress queue.
+#[inline]
+fn release_queue(
+    slot: &mut QueueSlot,
+    pools: &mut [EgressPoolSlot],
+    board: &PoolBoard,
+    side: usize,
+    cells: u64,
+) {
+    let reserved = slot.profile.reserved;
+    let pool = slot.profile.pool;
+    let used = slot.used;
+    debug_assert!(
+        cells <= used,
+        "releasing {cells} cells of a queue holding {used}"
+    );
+    let after = used.saturating_sub(cells);
+    let delta = used.saturating_sub(reserved) - after.saturating_sub(reserved);
+    slot.used = after;
+    if delta > 0 {
+        let pool_used = &mut pools[pool].used;
+        *pool_used -= delta;
+        board.publish(side, pool, *pool_used, 0);
+    }
 }
 
 /// What an admitted frame left behind in the egress accounting (see [`IngressAdmitted`]).
@@ -718,21 +788,35 @@ impl EgressBuffers {
     /// Gives back `cells` cells of a frame that left `(port, queue)`.
     #[inline]
     pub fn release(&mut self, port: usize, queue: usize, cells: u64) {
-        let slot = &mut self.queues[port][queue];
-        let reserved = slot.profile.reserved;
-        let pool = slot.profile.pool;
-        let used = slot.used;
-        debug_assert!(
-            cells <= used,
-            "releasing {cells} cells of a queue holding {used}"
-        );
-        let after = used.saturating_sub(cells);
-        let delta = used.saturating_sub(reserved) - after.saturating_sub(reserved);
-        slot.used = after;
-        if delta > 0 {
-            let pool_used = &mut self.pools[pool].used;
-            *pool_used -= delta;
-            self.board.publish(self.side, pool, *pool_used, 0);
+        let Self {
+            queues,
+            pools,
+            board,
+            side,
+        } = self;
+        release_queue(&mut queues[port][queue], pools, board, *side, cells);
+    }
+
+    /// Gives back `cells[q]` cells to each queue of `port` in `mask` (see
+    /// [`IngressBuffers::release_port`]).
+    #[inline]
+    pub(crate) fn release_port(
+        &mut self,
+        port: usize,
+        cells: &[u64; PRIORITY_COUNT],
+        mut mask: u8,
+    ) {
+        let Self {
+            queues,
+            pools,
+            board,
+            side,
+        } = self;
+        let slots = &mut queues[port];
+        while mask != 0 {
+            let q = mask.trailing_zeros() as usize % PRIORITY_COUNT;
+            mask &= mask - 1;
+            release_queue(&mut slots[q], pools, board, *side, cells[q]);
         }
     }
 

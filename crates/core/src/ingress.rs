@@ -353,6 +353,38 @@ impl<F: Frame> Ingress<F> {
     }
 }
 
+/// The sum over egress sides of a block of eight release counters (with one side, the block).
+#[inline]
+fn released_totals<'a>(
+    egress_sides: usize,
+    block: impl Fn(usize) -> &'a [crate::counters::Counter; PRIORITY_COUNT],
+) -> [u64; PRIORITY_COUNT] {
+    let mut totals = block(0).each_ref().map(crate::counters::Counter::get);
+    for e in 1..egress_sides {
+        for (t, c) in totals.iter_mut().zip(block(e)) {
+            *t += c.get();
+        }
+    }
+    totals
+}
+
+/// What each of eight monotonic totals gained since `seen` (which is brought up to date), and a
+/// mask of those that did.
+#[inline]
+fn take_deltas(
+    totals: &[u64; PRIORITY_COUNT],
+    seen: &mut [u64; PRIORITY_COUNT],
+) -> ([u64; PRIORITY_COUNT], u8) {
+    let mut deltas = [0; PRIORITY_COUNT];
+    let mut mask = 0u8;
+    for i in 0..PRIORITY_COUNT {
+        deltas[i] = totals[i] - seen[i];
+        mask |= u8::from(deltas[i] != 0) << i;
+    }
+    *seen = *totals;
+    (deltas, mask)
+}
+
 /// Counts a drop of `frame` received on the port of `counters`, and drops it.
 fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
     counters.drops[reason.index()].inc();
@@ -391,40 +423,26 @@ impl<F: Frame> IngressState<F> {
         let cell = u64::from(self.cell.bytes);
         for &port in &self.owned {
             let p = port.index();
-            let mut totals = [0u64; PRIORITY_COUNT];
-            for e in 0..egress_sides {
-                for (t, c) in totals.iter_mut().zip(releases.pg_block(e, p)) {
-                    *t += c.get();
-                }
+            let totals = released_totals(egress_sides, |e| releases.pg_block(e, p));
+            let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[p]);
+            if mask == 0 {
+                continue;
             }
-            let seen = &mut self.seen_pg_release[p];
+            let held = self.buffers.release_port(p, &deltas, mask);
             let gauges = &ctx.counters.ports[p].pg_used_bytes;
-            let mut released = 0u8;
-            for pg in 0..PRIORITY_COUNT {
-                let delta = totals[pg] - seen[pg];
-                if delta > 0 {
-                    seen[pg] = totals[pg];
-                    released |= 1 << pg;
-                    self.buffers.release(p, pg, delta);
-                    gauges[pg].set(self.buffers.pg(p, pg).total() * cell);
-                }
+            let mut m = mask;
+            while m != 0 {
+                let pg = m.trailing_zeros() as usize % PRIORITY_COUNT;
+                m &= m - 1;
+                gauges[pg].set(held[pg] * cell);
             }
-            self.pending_eval[p] |= released & ctx.views[p].lossless_mask;
+            self.pending_eval[p] |= mask & ctx.views[p].lossless_mask;
         }
         for p in 0..ctx.views.len() {
-            let mut totals = [0u64; PRIORITY_COUNT];
-            for e in 0..egress_sides {
-                for (t, c) in totals.iter_mut().zip(releases.queue_block(e, self.side, p)) {
-                    *t += c.get();
-                }
-            }
-            let seen = &mut self.seen_queue_release[p];
-            for q in 0..PRIORITY_COUNT {
-                let delta = totals[q] - seen[q];
-                if delta > 0 {
-                    seen[q] = totals[q];
-                    self.egress_buffers.release(p, q, delta);
-                }
+            let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
+            let (deltas, mask) = take_deltas(&totals, &mut self.seen_queue_release[p]);
+            if mask != 0 {
+                self.egress_buffers.release_port(p, &deltas, mask);
             }
         }
         let evaluate = !self.dynamic_lossless;
@@ -606,21 +624,38 @@ impl<F: Frame> IngressState<F> {
             }
             if let Some(prev) = last {
                 match frame.try_clone() {
-                    Some(copy) => self.forward(ctx, view, counters, now, meta, prev, copy),
+                    Some(copy) => self.forward_outlined(ctx, view, counters, now, meta, prev, copy),
                     None => counters.drops[DropReason::NoBuffer.index()].inc(),
                 }
             }
             last = Some(out);
         }
         match last {
-            Some(out) => self.forward(ctx, view, counters, now, meta, out, frame),
+            Some(out) => self.forward_outlined(ctx, view, counters, now, meta, out, frame),
             None => drop_frame(counters, DropReason::NoDestination, frame),
         }
     }
 
+    /// [`IngressState::forward`] as a call, for flooding: the unicast path has its own copy
+    /// inlined.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn forward_outlined(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        m: &IngressFrame,
+        out: PortId,
+        frame: F,
+    ) {
+        self.forward(ctx, view, counters, now, m, out, frame);
+    }
+
     /// Tags or untags for `out`, admits, enqueues. `view` and `counters` are the receiving
-    /// port's.
-    #[inline]
+    /// port's. Always inlined into the unicast path (once per frame).
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward(
         &mut self,
