@@ -470,15 +470,15 @@ impl IngressBuffers {
     }
 
     /// Gives back `cells[pg]` cells to each PG of `port` in `mask`, as [`IngressBuffers::release`]
-    /// does, and returns what each of them holds afterwards (the pull of a whole port's
-    /// releases, with the port looked up once).
+    /// does, and returns what each of them holds afterwards and which of them are in XOFF (the
+    /// pull of a whole port's releases, with the port looked up once).
     #[inline]
     pub(crate) fn release_port(
         &mut self,
         port: usize,
         cells: &[u64; PRIORITY_COUNT],
         mut mask: u8,
-    ) -> [u64; PRIORITY_COUNT] {
+    ) -> ([u64; PRIORITY_COUNT], u8) {
         let Self {
             pgs,
             pools,
@@ -487,13 +487,15 @@ impl IngressBuffers {
         } = self;
         let slots = &mut pgs[port];
         let mut totals = [0; PRIORITY_COUNT];
+        let mut xoff = 0u8;
         while mask != 0 {
             let pg = mask.trailing_zeros() as usize % PRIORITY_COUNT;
             mask &= mask - 1;
             release_pg(&mut slots[pg], pools, board, *side, cells[pg]);
             totals[pg] = slots[pg].state.total();
+            xoff |= u8::from(slots[pg].state.xoff) << pg;
         }
-        totals
+        (totals, xoff)
     }
 
     /// Re-evaluates XOFF/XON of a lossless PG against the current pool state; returns the

@@ -414,9 +414,10 @@ impl<F: Frame> IngressState<F> {
 
     /// Pulls every release counter into the accounting. With static thresholds only a PG whose
     /// occupancy changed can change its XOFF/XON state (its limit and XON point are constants),
-    /// so exactly those are re-evaluated here: the PGs that got cells back, and those released
-    /// by a refused enqueue since the last pull (`pending_eval`). With dynamic thresholds the
-    /// caller re-evaluates all of them.
+    /// so exactly those are re-evaluated here: the PGs in XOFF that got cells back, and those
+    /// released by a refused enqueue since the last pull (`pending_eval`). Every other PG's
+    /// state was evaluated after its last admission. With dynamic thresholds the caller
+    /// re-evaluates all of them.
     fn pull_releases(&mut self, ctx: &Ctx<'_>) {
         let releases = &ctx.shared.releases;
         let egress_sides = releases.egress_sides();
@@ -428,7 +429,7 @@ impl<F: Frame> IngressState<F> {
             if mask == 0 {
                 continue;
             }
-            let held = self.buffers.release_port(p, &deltas, mask);
+            let (held, xoff) = self.buffers.release_port(p, &deltas, mask);
             let gauges = &ctx.counters.ports[p].pg_used_bytes;
             let mut m = mask;
             while m != 0 {
@@ -436,7 +437,10 @@ impl<F: Frame> IngressState<F> {
                 m &= m - 1;
                 gauges[pg].set(held[pg] * cell);
             }
-            self.pending_eval[p] |= mask & ctx.views[p].lossless_mask;
+            // With a static limit, a PG not in XOFF cannot reach it by giving cells back (XOFF
+            // needs headroom, or shared use at the limit, and a release lowers both): only
+            // those in XOFF can change (XON).
+            self.pending_eval[p] |= mask & xoff & ctx.views[p].lossless_mask;
         }
         for p in 0..ctx.views.len() {
             let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
