@@ -359,7 +359,7 @@ impl<F: Frame> Egress<F> {
                             })
                             .sum::<u64>()
                             - run.ring_bytes;
-                        let ect = ecn_capable(frame.data(), meta.l3_offset, meta.ipv6);
+                        let ect = ecn_capable(frame.data(), meta.l3_offset(), meta.ipv6());
                         decide(&w, depth, ect, queue.lossless, &mut self.rng)
                     }
                     None => WredVerdict::Pass,
@@ -383,7 +383,7 @@ impl<F: Frame> Egress<F> {
                     }
                     WredVerdict::Mark | WredVerdict::Pass => {
                         if verdict == WredVerdict::Mark
-                            && mark_ce(frame.data_mut(), meta.l3_offset, meta.ipv6)
+                            && mark_ce(frame.data_mut(), meta.l3_offset(), meta.ipv6())
                         {
                             counters.ecn_marked[q].inc();
                         }

@@ -25,20 +25,61 @@ use rtrb::Producer;
 use std::sync::Arc;
 
 /// What travels with a frame handle from the ingress side to the egress side.
+///
+/// Packed into 16 bytes: every frame's metadata is written into a ring slot and read back, so
+/// its size is memory traffic per frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameMeta {
+    /// When the frame was enqueued, ns.
+    pub enqueued_ns: u64,
+    /// Cells charged (ingress PG and egress queue alike).
+    pub cells: u32,
     /// Port the frame arrived on.
     pub in_port: u16,
     /// Ingress PG the frame's cells are charged to.
     pub pg: u8,
+    /// Bits 0-6: offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP (an L3
+    /// header starts at most 22 bytes in: Ethernet and two tags); bit 7: it is IPv6.
+    l3: u8,
+}
+
+impl FrameMeta {
+    const IPV6: u8 = 0x80;
+
+    /// Metadata of a frame; an L3 offset beyond 127 bytes is recorded as not IP.
+    #[must_use]
+    pub fn new(
+        in_port: u16,
+        pg: u8,
+        l3_offset: usize,
+        ipv6: bool,
+        cells: u32,
+        enqueued_ns: u64,
+    ) -> Self {
+        let l3 = match u8::try_from(l3_offset) {
+            Ok(off) if off < Self::IPV6 => off | if ipv6 { Self::IPV6 } else { 0 },
+            _ => 0,
+        };
+        Self {
+            enqueued_ns,
+            cells,
+            in_port,
+            pg,
+            l3,
+        }
+    }
+
     /// Offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP.
-    pub l3_offset: u8,
+    #[must_use]
+    pub fn l3_offset(&self) -> u8 {
+        self.l3 & !Self::IPV6
+    }
+
     /// Whether the L3 header is IPv6.
-    pub ipv6: bool,
-    /// Cells charged (ingress PG and egress queue alike).
-    pub cells: u32,
-    /// When the frame was enqueued, ns.
-    pub enqueued_ns: u64,
+    #[must_use]
+    pub fn ipv6(&self) -> bool {
+        self.l3 & Self::IPV6 != 0
+    }
 }
 
 /// A frame in an egress queue's ring.
@@ -733,14 +774,14 @@ impl<F: Frame> IngressState<F> {
         }
         let queued = Queued {
             frame,
-            meta: FrameMeta {
-                in_port: m.in_port.0,
-                pg: u8::try_from(pg).unwrap_or(0),
-                l3_offset: u8::try_from(l3_offset).unwrap_or(0),
-                ipv6: m.l3.is_some_and(|(_, v6)| v6),
+            meta: FrameMeta::new(
+                m.in_port.0,
+                u8::try_from(pg).unwrap_or(0),
+                l3_offset,
+                m.l3.is_some_and(|(_, v6)| v6),
                 cells,
-                enqueued_ns: now.as_nanos(),
-            },
+                now.as_nanos(),
+            ),
         };
         // Publish the bytes before the frame: the egress side that pops it sees them counted.
         ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
@@ -927,4 +968,31 @@ fn classify(view: &PortView, l2: &L2Header, data: &[u8]) -> (TrafficClass, Optio
         },
     };
     (tc, l3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameMeta;
+
+    #[test]
+    fn frame_meta_is_sixteen_bytes_and_keeps_what_it_is_given() {
+        assert_eq!(size_of::<FrameMeta>(), 16);
+        let m = FrameMeta::new(7, 3, 22, true, 6, 1_000);
+        assert_eq!(
+            (
+                m.in_port,
+                m.pg,
+                m.l3_offset(),
+                m.ipv6(),
+                m.cells,
+                m.enqueued_ns
+            ),
+            (7, 3, 22, true, 6, 1_000)
+        );
+        let m = FrameMeta::new(0, 0, 14, false, 1, 0);
+        assert_eq!((m.l3_offset(), m.ipv6()), (14, false));
+        // Beyond 7 bits the offset cannot be kept: recorded as not IP (never ECN-marked).
+        let m = FrameMeta::new(0, 0, 200, true, 1, 0);
+        assert_eq!((m.l3_offset(), m.ipv6()), (0, false));
+    }
 }
