@@ -356,8 +356,9 @@ impl<F: Frame> Ingress<F> {
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            rx_bytes += frame.len() as u64;
-            st.handle_frame(&ctx, in_view, in_counters, now, port, frame);
+            let len = frame.len();
+            rx_bytes += len as u64;
+            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -564,7 +565,10 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
+    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
+    /// frame's data goes through the backend's bounds checks).
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn handle_frame(
         &mut self,
         ctx: &Ctx<'_>,
@@ -573,10 +577,11 @@ impl<F: Frame> IngressState<F> {
         now: Instant,
         port: PortId,
         frame: F,
+        len: usize,
     ) {
         let p = port.index();
-        let len = frame.len();
-        let l2 = match parse_l2(frame.data()) {
+        let data = frame.data();
+        let l2 = match parse_l2(data) {
             Ok(l2) => l2,
             Err(WireError::DoubleTag) => {
                 return drop_frame(counters, DropReason::VlanFiltered, frame)
@@ -602,7 +607,7 @@ impl<F: Frame> IngressState<F> {
             Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
         };
         // Classification.
-        let (tc, l3) = classify(view, &l2, frame.data());
+        let (tc, l3) = classify(view, &l2, data);
         let pg = view.maps.tc_to_pg[tc.index()].index() % PRIORITY_COUNT;
         let queue = view.maps.tc_to_queue[tc.index()].index() % PRIORITY_COUNT;
         // The watchdog's drop action also drops what the stormed port receives for that queue
@@ -632,7 +637,7 @@ impl<F: Frame> IngressState<F> {
         };
         match unicast_to {
             Some(out) if out == port => drop_frame(counters, DropReason::SamePort, frame),
-            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame),
+            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame, len),
             None => self.flood(ctx, view, counters, now, &meta, frame),
         }
     }
@@ -669,14 +674,20 @@ impl<F: Frame> IngressState<F> {
             }
             if let Some(prev) = last {
                 match frame.try_clone() {
-                    Some(copy) => self.forward_outlined(ctx, view, counters, now, meta, prev, copy),
+                    Some(copy) => {
+                        let len = copy.len();
+                        self.forward_outlined(ctx, view, counters, now, meta, prev, copy, len);
+                    }
                     None => counters.drops[DropReason::NoBuffer.index()].inc(),
                 }
             }
             last = Some(out);
         }
         match last {
-            Some(out) => self.forward_outlined(ctx, view, counters, now, meta, out, frame),
+            Some(out) => {
+                let len = frame.len();
+                self.forward_outlined(ctx, view, counters, now, meta, out, frame, len);
+            }
             None => drop_frame(counters, DropReason::NoDestination, frame),
         }
     }
@@ -694,8 +705,9 @@ impl<F: Frame> IngressState<F> {
         m: &IngressFrame,
         out: PortId,
         frame: F,
+        len: usize,
     ) {
-        self.forward(ctx, view, counters, now, m, out, frame);
+        self.forward(ctx, view, counters, now, m, out, frame, len);
     }
 
     /// Tags or untags for `out`, admits, enqueues. `view` and `counters` are the receiving
@@ -711,6 +723,7 @@ impl<F: Frame> IngressState<F> {
         m: &IngressFrame,
         out: PortId,
         mut frame: F,
+        mut len: usize,
     ) {
         let in_p = m.in_port.index();
         let o = out.index();
@@ -724,6 +737,7 @@ impl<F: Frame> IngressState<F> {
                 return drop_frame(counters, DropReason::Runt, frame);
             }
             l3_offset = l3_offset.saturating_sub(TAG_LEN);
+            len = frame.len();
         } else if want_tag {
             let tci = VlanTci::new(m.tc.get(), false, m.vid);
             if m.tagged {
@@ -739,9 +753,9 @@ impl<F: Frame> IngressState<F> {
                 if l3_offset > 0 {
                     l3_offset += TAG_LEN;
                 }
+                len = frame.len();
             }
         }
-        let len = frame.len();
         let cells = self.cell.cells(len);
         counters.pg_frames[pg].inc();
         let admitted = match self.buffers.admit_frame(in_p, pg, u64::from(cells)) {
