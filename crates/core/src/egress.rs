@@ -50,7 +50,7 @@ struct EgressQueue<F> {
     wd_base: [u64; 4],
 }
 
-impl<F> EgressQueue<F> {
+impl<F: Frame> EgressQueue<F> {
     /// The ring whose head is served next, if any ring holds a frame.
     fn head_ring(&self) -> Option<usize> {
         let n = self.rings.len();
@@ -61,6 +61,26 @@ impl<F> EgressQueue<F> {
         for _ in 0..n {
             if !self.rings[r].is_empty() {
                 return Some(r);
+            }
+            r = if r + 1 == n { 0 } else { r + 1 };
+        }
+        None
+    }
+
+    /// The ring served next and the length of its head frame, if any ring holds a frame
+    /// ([`EgressQueue::head_ring`] and a peek in one pass). Always inlined: it runs after every
+    /// frame a queue sends.
+    #[inline(always)]
+    fn head(&self) -> Option<(usize, u32)> {
+        let len = |h: &Queued<F>| u32::try_from(h.frame.len()).unwrap_or(u32::MAX);
+        let n = self.rings.len();
+        if n == 1 {
+            return self.rings[0].peek().ok().map(|h| (0, len(h)));
+        }
+        let mut r = self.next_ring;
+        for _ in 0..n {
+            if let Ok(h) = self.rings[r].peek() {
+                return Some((r, len(h)));
             }
             r = if r + 1 == n { 0 } else { r + 1 };
         }
@@ -321,12 +341,10 @@ impl<F: Frame> Egress<F> {
         let mut sent = 0;
         while sent < max && eligible != 0 && port.shaper.ready(now) {
             let queues = &port.queues;
-            let Some(q) = port.sched.pick(eligible, |q| {
-                queues[q]
-                    .head_ring()
-                    .and_then(|r| queues[q].rings[r].peek().ok())
-                    .map_or(0, |h| u32::try_from(h.frame.len()).unwrap_or(u32::MAX))
-            }) else {
+            let Some(q) = port
+                .sched
+                .pick(eligible, |q| queues[q].head().map_or(0, |(_, len)| len))
+            else {
                 break;
             };
             // Serve frames from `q` for as long as the scheduler would keep picking it, with
@@ -334,11 +352,11 @@ impl<F: Frame> Egress<F> {
             let q = q % PRIORITY_COUNT;
             let queue = &mut port.queues[q];
             let mut run = Run::default();
-            loop {
-                let Some(r) = queue.head_ring() else {
-                    eligible &= !(1 << q);
-                    break;
-                };
+            let mut head = queue.head();
+            if head.is_none() {
+                eligible &= !(1 << q);
+            }
+            while let Some((r, _)) = head {
                 let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
                     break;
                 };
@@ -370,7 +388,9 @@ impl<F: Frame> Egress<F> {
                 shared.releases.pg_block(side, usize::from(meta.in_port))
                     [usize::from(meta.pg) % PRIORITY_COUNT]
                     .add(u64::from(meta.cells));
-                let emptied = queue.is_empty();
+                // The next head, which also tells whether the queue is now empty.
+                head = queue.head();
+                let emptied = head.is_none();
                 if emptied {
                     eligible &= !(1 << q);
                     port.sched.queue_emptied(q);
@@ -400,14 +420,11 @@ impl<F: Frame> Egress<F> {
                 }
                 // The next frame of the run: what the outer loop would check, then whether
                 // the scheduler would pick this queue again.
-                if emptied || sent >= max || !port.shaper.has_credit() {
-                    break;
-                }
-                let head_len = queue
-                    .head_ring()
-                    .and_then(|r| queue.rings[r].peek().ok())
-                    .map_or(0, |h| u32::try_from(h.frame.len()).unwrap_or(u32::MAX));
-                if !port.sched.pick_again(q, eligible, head_len) {
+                let Some((_, head_len)) = head else { break };
+                if sent >= max
+                    || !port.shaper.has_credit()
+                    || !port.sched.pick_again(q, eligible, head_len)
+                {
                     break;
                 }
             }
