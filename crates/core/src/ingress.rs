@@ -427,6 +427,48 @@ fn take_deltas(
     (deltas, mask)
 }
 
+/// Tags, untags or rewrites the tag of a frame for an egress port (802.1Q 8.8.2) whose
+/// member set says `want_tag`, moving `l3_offset` with it. Returns the new length if it
+/// changed. Out of line: access ports (untagged in, untagged out) never call it.
+#[inline(never)]
+fn retag<F: Frame>(
+    frame: &mut F,
+    m: &IngressFrame,
+    want_tag: bool,
+    l3_offset: &mut usize,
+) -> Result<Option<usize>, DropReason> {
+    if m.tagged && !want_tag {
+        if strip_vlan_tag(frame.data_mut()).is_err() || !frame.pull_front(TAG_LEN) {
+            return Err(DropReason::Runt);
+        }
+        *l3_offset = l3_offset.saturating_sub(TAG_LEN);
+        return Ok(Some(frame.len()));
+    }
+    let tci = VlanTci::new(m.tc.get(), false, m.vid);
+    if m.tagged {
+        // Rewrite the TCI in place (priority tag → VLAN, PCP kept as classified).
+        frame.data_mut()[14..16].copy_from_slice(&tci.to_bits().to_be_bytes());
+        return Ok(None);
+    }
+    if !frame.push_front(TAG_LEN) {
+        return Err(DropReason::NoBuffer);
+    }
+    if insert_vlan_tag(frame.data_mut(), tci).is_err() {
+        return Err(DropReason::Runt);
+    }
+    if *l3_offset > 0 {
+        *l3_offset += TAG_LEN;
+    }
+    Ok(Some(frame.len()))
+}
+
+/// Counts a frame that egress admission (or its ring) refused, against the egress port.
+#[inline(never)]
+fn count_refused(out_counters: &IngressPortCounters, q: usize, len: usize) {
+    out_counters.queue_admission_drops[q].inc();
+    out_counters.queue_admission_drop_bytes[q].add(len as u64);
+}
+
 /// Counts a drop of `frame` received on the port of `counters`, and drops it.
 fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
     counters.drops[reason.index()].inc();
@@ -533,8 +575,9 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    /// Re-evaluates one lossless PG; whether it changed state.
-    #[inline]
+    /// Re-evaluates one lossless PG; whether it changed state. Always inlined: it follows
+    /// every lossless admission.
+    #[inline(always)]
     fn update_pg(&mut self, ctx: &Ctx<'_>, port: PortId, pg: usize) -> bool {
         let p = port.index();
         match self.buffers.update_xoff(p, pg) {
@@ -732,28 +775,11 @@ impl<F: Frame> IngressState<F> {
         // Egress tagging (802.1Q 8.8.2: the egress port's member set decides tagged/untagged).
         let want_tag = ctx.views[o].egress_tagged(m.vid);
         let mut l3_offset = m.l3.map_or(0, |(off, _)| off);
-        if m.tagged && !want_tag {
-            if strip_vlan_tag(frame.data_mut()).is_err() || !frame.pull_front(TAG_LEN) {
-                return drop_frame(counters, DropReason::Runt, frame);
-            }
-            l3_offset = l3_offset.saturating_sub(TAG_LEN);
-            len = frame.len();
-        } else if want_tag {
-            let tci = VlanTci::new(m.tc.get(), false, m.vid);
-            if m.tagged {
-                // Rewrite the TCI in place (priority tag → VLAN, PCP kept as classified).
-                frame.data_mut()[14..16].copy_from_slice(&tci.to_bits().to_be_bytes());
-            } else {
-                if !frame.push_front(TAG_LEN) {
-                    return drop_frame(counters, DropReason::NoBuffer, frame);
-                }
-                if insert_vlan_tag(frame.data_mut(), tci).is_err() {
-                    return drop_frame(counters, DropReason::Runt, frame);
-                }
-                if l3_offset > 0 {
-                    l3_offset += TAG_LEN;
-                }
-                len = frame.len();
+        if m.tagged || want_tag {
+            match retag(&mut frame, m, want_tag, &mut l3_offset) {
+                Ok(Some(new_len)) => len = new_len,
+                Ok(None) => {}
+                Err(reason) => return drop_frame(counters, reason, frame),
             }
         }
         let cells = self.cell.cells(len);
@@ -769,21 +795,16 @@ impl<F: Frame> IngressState<F> {
         let queued_in = match self.egress_buffers.admit_frame(o, q, u64::from(cells)) {
             Ok(admitted) => admitted,
             Err(reason) => {
-                self.buffers.release(in_p, pg, u64::from(cells));
-                self.pending_eval[in_p] |= 1 << pg;
-                out_counters.queue_admission_drops[q].inc();
-                out_counters.queue_admission_drop_bytes[q].add(len as u64);
+                self.refuse_enqueue(in_p, pg, o, q, cells, false);
+                count_refused(out_counters, q, len);
                 return drop_frame(counters, reason, frame);
             }
         };
         let producer = &mut self.producers[o][q];
         if producer.is_full() {
             // The ring is sized from the config; reaching its end is a drop like any other.
-            self.buffers.release(in_p, pg, u64::from(cells));
-            self.pending_eval[in_p] |= 1 << pg;
-            self.egress_buffers.release(o, q, u64::from(cells));
-            out_counters.queue_admission_drops[q].inc();
-            out_counters.queue_admission_drop_bytes[q].add(len as u64);
+            self.refuse_enqueue(in_p, pg, o, q, cells, true);
+            count_refused(out_counters, q, len);
             return drop_frame(counters, DropReason::QueueRingFull, frame);
         }
         let queued = Queued {
@@ -799,9 +820,15 @@ impl<F: Frame> IngressState<F> {
         };
         // Publish the bytes before the frame: the egress side that pops it sees them counted.
         ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
-        let pushed = producer.push(queued);
-        // This side is the ring's only producer and it was not full.
-        debug_assert!(pushed.is_ok());
+        // This side is the ring's only producer and it was not full. (Matched rather than
+        // dropped: dropping the `Result` would call its drop glue for the `Err` case.)
+        match producer.push(queued) {
+            Ok(()) => {}
+            Err(rtrb::PushError::Full(refused)) => {
+                debug_assert!(false, "a ring that was not full refused a frame");
+                drop(refused);
+            }
+        }
         // Accepted: account it and take the PFC decision for the PG. Levels come from what the
         // admissions returned, which is the accounting as it stands now.
         let tc = m.tc.index() % PRIORITY_COUNT;
@@ -823,6 +850,26 @@ impl<F: Frame> IngressState<F> {
         counters.pg_used_bytes[pg].set(pg_state.total() * cell);
         if view.lossless_pg[pg] && self.update_pg(ctx, m.in_port, pg) {
             self.publish_wanted(ctx, m.in_port);
+        }
+    }
+
+    /// Undoes the admissions of a frame that cannot be enqueued after all: its PG's cells (the
+    /// PG is re-evaluated with the next pull of releases) and, if `queue_admitted`, the egress
+    /// queue's. Kept out of line: the per-frame path only needs the call on a refusal.
+    #[inline(never)]
+    fn refuse_enqueue(
+        &mut self,
+        in_p: usize,
+        pg: usize,
+        o: usize,
+        q: usize,
+        cells: u32,
+        queue_admitted: bool,
+    ) {
+        self.buffers.release(in_p, pg, u64::from(cells));
+        self.pending_eval[in_p] |= 1 << pg;
+        if queue_admitted {
+            self.egress_buffers.release(o, q, u64::from(cells));
         }
     }
 
