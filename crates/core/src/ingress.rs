@@ -56,9 +56,11 @@ impl FrameMeta {
         cells: u32,
         enqueued_ns: u64,
     ) -> Self {
-        let l3 = match u8::try_from(l3_offset) {
-            Ok(off) if off < Self::IPV6 => off | if ipv6 { Self::IPV6 } else { 0 },
-            _ => 0,
+        let l3 = if l3_offset < usize::from(Self::IPV6) {
+            // Fits in 7 bits (checked just above).
+            l3_offset as u8 | u8::from(ipv6) << 7
+        } else {
+            0
         };
         Self {
             enqueued_ns,
@@ -186,23 +188,30 @@ const RELEARN_INTERVAL_NS: u64 = 1_000_000;
 #[derive(Clone, Copy, Debug)]
 struct CellSize {
     bytes: u32,
-    shift: Option<u32>,
+    /// log2 of `bytes` if it is a power of two, else `u32::MAX`.
+    shift: u32,
 }
 
 impl CellSize {
     fn new(bytes: u32) -> Self {
         Self {
             bytes,
-            shift: bytes.is_power_of_two().then(|| bytes.trailing_zeros()),
+            shift: if bytes.is_power_of_two() {
+                bytes.trailing_zeros()
+            } else {
+                u32::MAX
+            },
         }
     }
 
     /// Cells a frame of `len` bytes takes (rounded up).
     #[inline]
     fn cells(self, len: usize) -> u32 {
-        let cells = match self.shift {
-            Some(shift) => (len >> shift) + usize::from(len & ((1 << shift) - 1) != 0),
-            None => len.div_ceil(self.bytes as usize),
+        let cells = if self.shift == u32::MAX {
+            len.div_ceil(self.bytes as usize)
+        } else {
+            // A frame's length is far below `usize::MAX - bytes`: no overflow.
+            (len + (self.bytes as usize - 1)) >> self.shift
         };
         u32::try_from(cells).unwrap_or(u32::MAX)
     }
