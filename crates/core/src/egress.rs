@@ -341,10 +341,13 @@ impl<F: Frame> Egress<F> {
         let mut sent = 0;
         while sent < max && eligible != 0 && port.shaper.ready(now) {
             let queues = &port.queues;
-            let Some(q) = port
-                .sched
-                .pick(eligible, |q| queues[q].head().map_or(0, |(_, len)| len))
-            else {
+            // The last head the scheduler looked at, which is usually the picked queue's.
+            let mut seen = None;
+            let Some(q) = port.sched.pick(eligible, |q| {
+                let head = queues[q].head();
+                seen = Some((q, head));
+                head.map_or(0, |(_, len)| len)
+            }) else {
                 break;
             };
             // Serve frames from `q` for as long as the scheduler would keep picking it, with
@@ -352,7 +355,10 @@ impl<F: Frame> Egress<F> {
             let q = q % PRIORITY_COUNT;
             let queue = &mut port.queues[q];
             let mut run = Run::default();
-            let mut head = queue.head();
+            let mut head = match seen {
+                Some((seen_q, head)) if seen_q == q => head,
+                _ => queue.head(),
+            };
             if head.is_none() {
                 eligible &= !(1 << q);
             }

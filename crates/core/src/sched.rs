@@ -63,7 +63,7 @@ impl QueueScheduler {
     /// charging DWRR credit for the head frame. `head_len(q)` is the length of queue q's head
     /// frame. Returns `None` when no queue is eligible.
     #[inline]
-    pub fn pick(&mut self, eligible: u8, head_len: impl Fn(usize) -> u32) -> Option<usize> {
+    pub fn pick(&mut self, eligible: u8, mut head_len: impl FnMut(usize) -> u32) -> Option<usize> {
         if eligible == 0 {
             return None;
         }
