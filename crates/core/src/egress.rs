@@ -362,7 +362,7 @@ impl<F: Frame> Egress<F> {
             if head.is_none() {
                 eligible &= !(1 << q);
             }
-            while let Some((r, _)) = head {
+            while let Some((r, head_len)) = head {
                 let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
                     break;
                 };
@@ -372,7 +372,9 @@ impl<F: Frame> Egress<F> {
                     run.flush_ring(shared, side, p, q);
                     run.ring = r;
                 }
-                let len = frame.len() as u64;
+                // The length read when this frame was the head (each read of a frame's length
+                // goes through the backend's bounds checks).
+                let len = u64::from(head_len);
                 let verdict = match queue.wred {
                     Some(w) => {
                         // Depth including this frame, for WRED (instantaneous, SAI weight 0).
