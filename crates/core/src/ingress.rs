@@ -365,9 +365,21 @@ impl<F: Frame> Ingress<F> {
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            let len = frame.len();
+            // The frame's bytes are read once (each read goes through the backend's bounds
+            // checks): classification takes them, and their length travels on.
+            let data = frame.data();
+            let len = data.len();
             rx_bytes += len as u64;
-            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
+            match st.classify_frame(&ctx, in_view, in_counters, now, port, data) {
+                Step::Unicast(meta, out) => {
+                    st.forward(&ctx, in_view, in_counters, now, &meta, out, frame, len);
+                }
+                Step::Flood(meta) => st.flood(&ctx, in_view, in_counters, now, &meta, frame),
+                Step::MacControl(l2) => {
+                    st.handle_mac_control(&ctx, in_view, in_counters, now, port, &l2, frame);
+                }
+                Step::Drop(reason) => drop_frame(in_counters, reason, frame),
+            }
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -617,46 +629,41 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
-    /// frame's data goes through the backend's bounds checks).
+    /// Parses and classifies a frame received on `port` whose bytes are `data`, learns its
+    /// source and looks up its destination: what to do with it.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn handle_frame(
+    fn classify_frame(
         &mut self,
         ctx: &Ctx<'_>,
         view: &PortView,
         counters: &IngressPortCounters,
         now: Instant,
         port: PortId,
-        frame: F,
-        len: usize,
-    ) {
+        data: &[u8],
+    ) -> Step {
         let p = port.index();
-        let data = frame.data();
         let l2 = match parse_l2(data) {
             Ok(l2) => l2,
-            Err(WireError::DoubleTag) => {
-                return drop_frame(counters, DropReason::VlanFiltered, frame)
-            }
-            Err(_) => return drop_frame(counters, DropReason::Runt, frame),
+            Err(WireError::DoubleTag) => return Step::Drop(DropReason::VlanFiltered),
+            Err(_) => return Step::Drop(DropReason::Runt),
         };
         if l2.ethertype == EtherType::MacControl {
-            return self.handle_mac_control(ctx, view, counters, now, port, &l2, frame);
+            return Step::MacControl(l2);
         }
-        if len - l2.payload_offset > view.max_payload {
-            return drop_frame(counters, DropReason::Oversize, frame);
+        if data.len() - l2.payload_offset > view.max_payload {
+            return Step::Drop(DropReason::Oversize);
         }
         if l2.src_addr.is_multicast() {
-            return drop_frame(counters, DropReason::SourceMulticast, frame);
+            return Step::Drop(DropReason::SourceMulticast);
         }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
         let vid = match l2.vlan.map(VlanTci::vid) {
             None | Some(0) => match view.untagged_vid {
                 Some(v) => v,
-                None => return drop_frame(counters, DropReason::VlanFiltered, frame),
+                None => return Step::Drop(DropReason::VlanFiltered),
             },
             Some(v) if view.member(v) => v,
-            Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
+            Some(_) => return Step::Drop(DropReason::VlanFiltered),
         };
         // Classification.
         let (tc, l3) = classify(view, &l2, data);
@@ -669,7 +676,7 @@ impl<F: Frame> IngressState<F> {
             // subset of PACKETS, and the watchdog's RX OK is their difference.
             counters.pg_frames[pg].inc();
             counters.pg_drops[pg].inc();
-            return drop_frame(counters, DropReason::PfcwdIngress, frame);
+            return Step::Drop(DropReason::PfcwdIngress);
         }
         self.learn(vid, l2.src_addr.0, port, now);
         let dst = l2.dst_addr;
@@ -688,9 +695,9 @@ impl<F: Frame> IngressState<F> {
             l3,
         };
         match unicast_to {
-            Some(out) if out == port => drop_frame(counters, DropReason::SamePort, frame),
-            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame, len),
-            None => self.flood(ctx, view, counters, now, &meta, frame),
+            Some(out) if out == port => Step::Drop(DropReason::SamePort),
+            Some(out) => Step::Unicast(meta, out),
+            None => Step::Flood(meta),
         }
     }
 
@@ -998,7 +1005,20 @@ impl<F: Frame> IngressState<F> {
     }
 }
 
-/// Classification result carried from `handle_frame` to `forward`.
+/// What classification decided for a received frame.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Forward to one port.
+    Unicast(IngressFrame, PortId),
+    /// Flood to the VLAN's other ports (unknown or multicast destination).
+    Flood(IngressFrame),
+    /// A MAC Control frame (PFC, PAUSE): acted on, never forwarded.
+    MacControl(L2Header),
+    /// Drop, counted with this reason.
+    Drop(DropReason),
+}
+
+/// Classification result carried from `classify_frame` to `forward`.
 #[derive(Clone, Copy, Debug)]
 struct IngressFrame {
     in_port: PortId,
