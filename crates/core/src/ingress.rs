@@ -365,21 +365,9 @@ impl<F: Frame> Ingress<F> {
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            // The frame's bytes are read once (each read goes through the backend's bounds
-            // checks): classification takes them, and their length travels on.
-            let data = frame.data();
-            let len = data.len();
+            let len = frame.len();
             rx_bytes += len as u64;
-            match st.classify_frame(&ctx, in_view, in_counters, now, port, data) {
-                Step::Unicast(meta, out) => {
-                    st.forward(&ctx, in_view, in_counters, now, &meta, out, frame, len);
-                }
-                Step::Flood(meta) => st.flood(&ctx, in_view, in_counters, now, &meta, frame),
-                Step::MacControl(l2) => {
-                    st.handle_mac_control(&ctx, in_view, in_counters, now, port, &l2, frame);
-                }
-                Step::Drop(reason) => drop_frame(in_counters, reason, frame),
-            }
+            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -629,41 +617,46 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    /// Parses and classifies a frame received on `port` whose bytes are `data`, learns its
-    /// source and looks up its destination: what to do with it.
+    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
+    /// frame's data goes through the backend's bounds checks).
     #[inline]
-    fn classify_frame(
+    #[allow(clippy::too_many_arguments)]
+    fn handle_frame(
         &mut self,
         ctx: &Ctx<'_>,
         view: &PortView,
         counters: &IngressPortCounters,
         now: Instant,
         port: PortId,
-        data: &[u8],
-    ) -> Step {
+        frame: F,
+        len: usize,
+    ) {
         let p = port.index();
+        let data = frame.data();
         let l2 = match parse_l2(data) {
             Ok(l2) => l2,
-            Err(WireError::DoubleTag) => return Step::Drop(DropReason::VlanFiltered),
-            Err(_) => return Step::Drop(DropReason::Runt),
+            Err(WireError::DoubleTag) => {
+                return drop_frame(counters, DropReason::VlanFiltered, frame)
+            }
+            Err(_) => return drop_frame(counters, DropReason::Runt, frame),
         };
         if l2.ethertype == EtherType::MacControl {
-            return Step::MacControl(l2);
+            return self.handle_mac_control(ctx, view, counters, now, port, &l2, frame);
         }
-        if data.len() - l2.payload_offset > view.max_payload {
-            return Step::Drop(DropReason::Oversize);
+        if len - l2.payload_offset > view.max_payload {
+            return drop_frame(counters, DropReason::Oversize, frame);
         }
         if l2.src_addr.is_multicast() {
-            return Step::Drop(DropReason::SourceMulticast);
+            return drop_frame(counters, DropReason::SourceMulticast, frame);
         }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
         let vid = match l2.vlan.map(VlanTci::vid) {
             None | Some(0) => match view.untagged_vid {
                 Some(v) => v,
-                None => return Step::Drop(DropReason::VlanFiltered),
+                None => return drop_frame(counters, DropReason::VlanFiltered, frame),
             },
             Some(v) if view.member(v) => v,
-            Some(_) => return Step::Drop(DropReason::VlanFiltered),
+            Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
         };
         // Classification.
         let (tc, l3) = classify(view, &l2, data);
@@ -676,7 +669,7 @@ impl<F: Frame> IngressState<F> {
             // subset of PACKETS, and the watchdog's RX OK is their difference.
             counters.pg_frames[pg].inc();
             counters.pg_drops[pg].inc();
-            return Step::Drop(DropReason::PfcwdIngress);
+            return drop_frame(counters, DropReason::PfcwdIngress, frame);
         }
         self.learn(vid, l2.src_addr.0, port, now);
         let dst = l2.dst_addr;
@@ -695,9 +688,9 @@ impl<F: Frame> IngressState<F> {
             l3,
         };
         match unicast_to {
-            Some(out) if out == port => Step::Drop(DropReason::SamePort),
-            Some(out) => Step::Unicast(meta, out),
-            None => Step::Flood(meta),
+            Some(out) if out == port => drop_frame(counters, DropReason::SamePort, frame),
+            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame, len),
+            None => self.flood(ctx, view, counters, now, &meta, frame),
         }
     }
 
@@ -1005,20 +998,7 @@ impl<F: Frame> IngressState<F> {
     }
 }
 
-/// What classification decided for a received frame.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    /// Forward to one port.
-    Unicast(IngressFrame, PortId),
-    /// Flood to the VLAN's other ports (unknown or multicast destination).
-    Flood(IngressFrame),
-    /// A MAC Control frame (PFC, PAUSE): acted on, never forwarded.
-    MacControl(L2Header),
-    /// Drop, counted with this reason.
-    Drop(DropReason),
-}
-
-/// Classification result carried from `classify_frame` to `forward`.
+/// Classification result carried from `handle_frame` to `forward`.
 #[derive(Clone, Copy, Debug)]
 struct IngressFrame {
     in_port: PortId,
