@@ -167,44 +167,57 @@ pub fn pool_cells(params: &SwitchParams) -> Result<Vec<PoolCells>, ParamsError> 
 #[derive(Debug)]
 pub struct PoolBoard {
     pools: usize,
-    /// `[side][pool]`: shared cells in use.
-    shared: Vec<AtomicU64>,
-    /// `[side][pool]`: shared-headroom cells in use.
-    headroom: Vec<AtomicU64>,
+    /// `[side][pool]`: cells in use.
+    slots: Vec<BoardSlot>,
     sides: usize,
+}
+
+/// One side's use of one pool, as published.
+#[derive(Debug, Default)]
+struct BoardSlot {
+    /// Shared cells in use.
+    shared: AtomicU64,
+    /// Shared-headroom cells in use.
+    headroom: AtomicU64,
 }
 
 impl PoolBoard {
     /// A board for `sides` ingress (or egress-accounting) sides and `pools` pools.
     #[must_use]
     pub fn new(sides: usize, pools: usize) -> Arc<Self> {
-        let n = sides * pools;
         Arc::new(Self {
             pools,
-            shared: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            headroom: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            slots: (0..sides * pools).map(|_| BoardSlot::default()).collect(),
             sides,
         })
     }
 
+    #[inline]
     fn publish(&self, side: usize, pool: usize, shared: u64, headroom: u64) {
         // Relaxed: a stale value only makes another side's dynamic threshold slightly off for
         // one frame; nothing else is ordered by it.
-        self.shared[side * self.pools + pool].store(shared, Ordering::Relaxed);
-        self.headroom[side * self.pools + pool].store(headroom, Ordering::Relaxed);
+        let slot = &self.slots[side * self.pools + pool];
+        slot.shared.store(shared, Ordering::Relaxed);
+        slot.headroom.store(headroom, Ordering::Relaxed);
+    }
+
+    /// Whether `side` is the board's only side (nobody else uses its pools).
+    fn alone(&self, side: usize) -> bool {
+        self.sides == 1 && side == 0
     }
 
     #[inline]
     fn others(&self, side: usize, pool: usize) -> (u64, u64) {
         // One side: nobody else uses the pool.
-        if self.sides == 1 && side == 0 {
+        if self.alone(side) {
             return (0, 0);
         }
         let mut shared = 0u64;
         let mut headroom = 0u64;
         for s in (0..self.sides).filter(|&s| s != side) {
-            shared += self.shared[s * self.pools + pool].load(Ordering::Relaxed);
-            headroom += self.headroom[s * self.pools + pool].load(Ordering::Relaxed);
+            let slot = &self.slots[s * self.pools + pool];
+            shared += slot.shared.load(Ordering::Relaxed);
+            headroom += slot.headroom.load(Ordering::Relaxed);
         }
         (shared, headroom)
     }
@@ -247,13 +260,39 @@ pub struct PoolUse {
     pub headroom_used: u64,
 }
 
+/// A PG's profile next to its state: admission reads both, so they share a cache line or two
+/// and one bounds check.
+#[derive(Clone, Copy, Debug)]
+struct PgSlot {
+    profile: ProfileCells,
+    state: PgState,
+}
+
+/// A pool's sizes next to this side's use of it.
+#[derive(Clone, Copy, Debug)]
+struct IngressPoolSlot {
+    cells: PoolCells,
+    used: PoolUse,
+}
+
+/// What an admitted frame left behind, for the caller's watermarks and gauges (read from the
+/// accounting it just updated, instead of being looked up again).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IngressAdmitted {
+    /// The PG after admission.
+    pub(crate) pg: PgState,
+    /// The PG's pool.
+    pub(crate) pool: usize,
+    /// This side's use of that pool after admission.
+    pub(crate) pool_use: PoolUse,
+}
+
 /// Ingress buffer accounting for the ports one ingress side owns.
 #[derive(Debug)]
 pub struct IngressBuffers {
-    profiles: Vec<[ProfileCells; PRIORITY_COUNT]>,
-    pgs: Vec<[PgState; PRIORITY_COUNT]>,
-    pools: Vec<PoolCells>,
-    pool_use: Vec<PoolUse>,
+    /// `[port][pg]`.
+    pgs: Vec<[PgSlot; PRIORITY_COUNT]>,
+    pools: Vec<IngressPoolSlot>,
     board: Arc<PoolBoard>,
     side: usize,
 }
@@ -280,14 +319,23 @@ impl IngressBuffers {
     ) -> Result<Self, ParamsError> {
         let pools = pool_cells(params)?;
         Ok(Self {
-            profiles: params
+            pgs: params
                 .ports
                 .iter()
-                .map(|p| p.pgs.map(|pg| ProfileCells::from_params(&pg, params)))
+                .map(|p| {
+                    p.pgs.map(|pg| PgSlot {
+                        profile: ProfileCells::from_params(&pg, params),
+                        state: PgState::default(),
+                    })
+                })
                 .collect(),
-            pgs: vec![[PgState::default(); PRIORITY_COUNT]; params.ports.len()],
-            pool_use: vec![PoolUse::default(); pools.len()],
-            pools,
+            pools: pools
+                .into_iter()
+                .map(|cells| IngressPoolSlot {
+                    cells,
+                    used: PoolUse::default(),
+                })
+                .collect(),
             board,
             side,
         })
@@ -296,39 +344,42 @@ impl IngressBuffers {
     /// The PG's state.
     #[must_use]
     pub fn pg(&self, port: usize, pg: usize) -> &PgState {
-        &self.pgs[port][pg]
+        &self.pgs[port][pg].state
     }
 
     /// The PG's profile in cells.
     #[must_use]
     pub fn profile(&self, port: usize, pg: usize) -> &ProfileCells {
-        &self.profiles[port][pg]
+        &self.pgs[port][pg].profile
     }
 
     /// A pool's sizes.
     #[must_use]
     pub fn pool(&self, pool: usize) -> &PoolCells {
-        &self.pools[pool]
+        &self.pools[pool].cells
     }
 
     /// This side's use of a pool.
     #[must_use]
     pub fn pool_use(&self, pool: usize) -> &PoolUse {
-        &self.pool_use[pool]
+        &self.pools[pool].used
     }
 
     /// Shared and headroom cells of `pool` in use by every side.
+    #[inline]
     #[must_use]
     pub fn pool_use_total(&self, pool: usize) -> (u64, u64) {
         let (s, h) = self.board.others(self.side, pool);
-        let own = self.pool_use[pool];
+        let own = self.pools[pool].used;
         (s + own.shared_used, h + own.headroom_used)
     }
 
     /// Free shared cells of a pool, over every side.
+    #[inline]
     #[must_use]
     pub fn pool_free(&self, pool: usize) -> u64 {
         self.pools[pool]
+            .cells
             .shared_size
             .saturating_sub(self.pool_use_total(pool).0)
     }
@@ -340,99 +391,154 @@ impl IngressBuffers {
     /// [`DropReason::IngressLossyLimit`] or [`DropReason::IngressHeadroomExhausted`].
     #[inline]
     pub fn admit(&mut self, port: usize, pg: usize, cells: u64) -> Result<(), DropReason> {
-        let profile = self.profiles[port][pg];
-        let state = self.pgs[port][pg];
+        self.admit_frame(port, pg, cells).map(|_| ())
+    }
+
+    /// [`IngressBuffers::admit`], returning what the admission left behind. Always inlined:
+    /// it runs once per frame, and inlined its result stays in registers.
+    #[inline(always)]
+    pub(crate) fn admit_frame(
+        &mut self,
+        port: usize,
+        pg: usize,
+        cells: u64,
+    ) -> Result<IngressAdmitted, DropReason> {
+        debug_assert!(pg < PRIORITY_COUNT, "PG {pg}");
+        // Disjoint borrows: the PG's slot is updated in place while the pool is read.
+        let Self {
+            pgs,
+            pools,
+            board,
+            side,
+        } = self;
+        let slot = &mut pgs[port][pg % PRIORITY_COUNT];
+        let profile = &slot.profile;
+        let state = &mut slot.state;
+        let pool = &mut pools[profile.pool];
         let from_reserved = cells.min(profile.reserved - state.reserved_used);
         let rest = cells - from_reserved;
         let mut to_shared = 0;
         let mut to_headroom = 0;
         if rest > 0 {
-            let (pool_shared, pool_headroom) = self.pool_use_total(profile.pool);
-            let pool = self.pools[profile.pool];
-            let free = pool.shared_size.saturating_sub(pool_shared);
+            let (others_shared, others_headroom) = board.others(*side, profile.pool);
+            let pool_shared = others_shared + pool.used.shared_used;
+            let pool_headroom = others_headroom + pool.used.headroom_used;
+            let free = pool.cells.shared_size.saturating_sub(pool_shared);
             if state.shared_used < profile.threshold.limit(free) && rest <= free {
                 to_shared = rest;
             } else if !profile.is_lossless() {
                 return Err(DropReason::IngressLossyLimit);
             } else if state.headroom_used + rest > profile.xoff
-                || (pool.shp_size > 0 && pool_headroom + rest > pool.shp_size)
+                || (pool.cells.shp_size > 0 && pool_headroom + rest > pool.cells.shp_size)
             {
                 return Err(DropReason::IngressHeadroomExhausted);
             } else {
                 to_headroom = rest;
             }
         }
-        let state = &mut self.pgs[port][pg];
         state.reserved_used += from_reserved;
         state.shared_used += to_shared;
         state.headroom_used += to_headroom;
         if to_shared + to_headroom > 0 {
-            let used = &mut self.pool_use[profile.pool];
-            used.shared_used += to_shared;
-            used.headroom_used += to_headroom;
-            self.board.publish(
-                self.side,
+            pool.used.shared_used += to_shared;
+            pool.used.headroom_used += to_headroom;
+            board.publish(
+                *side,
                 profile.pool,
-                used.shared_used,
-                used.headroom_used,
+                pool.used.shared_used,
+                pool.used.headroom_used,
             );
         }
-        Ok(())
+        Ok(IngressAdmitted {
+            pg: *state,
+            pool: profile.pool,
+            pool_use: pool.used,
+        })
     }
 
     /// Gives back `cells` cells of a frame that leaves `(port, pg)`: headroom first, then shared,
     /// then reserved.
     #[inline]
     pub fn release(&mut self, port: usize, pg: usize, cells: u64) {
-        let pool = self.profiles[port][pg].pool;
-        let state = &mut self.pgs[port][pg];
-        debug_assert!(
-            cells <= state.total(),
-            "releasing {cells} cells of a PG holding {}",
-            state.total()
-        );
-        let from_headroom = cells.min(state.headroom_used);
-        let from_shared = (cells - from_headroom).min(state.shared_used);
-        let from_reserved = (cells - from_headroom - from_shared).min(state.reserved_used);
-        state.headroom_used -= from_headroom;
-        state.shared_used -= from_shared;
-        state.reserved_used -= from_reserved;
-        if from_headroom + from_shared > 0 {
-            let used = &mut self.pool_use[pool];
-            used.headroom_used -= from_headroom;
-            used.shared_used -= from_shared;
-            self.board
-                .publish(self.side, pool, used.shared_used, used.headroom_used);
+        let Self {
+            pgs,
+            pools,
+            board,
+            side,
+        } = self;
+        release_pg(&mut pgs[port][pg], pools, board, *side, cells);
+    }
+
+    /// Gives back `cells[pg]` cells to each PG of `port` in `mask`, as [`IngressBuffers::release`]
+    /// does, and returns what each of them holds afterwards and which of them are in XOFF (the
+    /// pull of a whole port's releases, with the port looked up once).
+    #[inline]
+    pub(crate) fn release_port(
+        &mut self,
+        port: usize,
+        cells: &[u64; PRIORITY_COUNT],
+        mut mask: u8,
+    ) -> ([u64; PRIORITY_COUNT], u8) {
+        let Self {
+            pgs,
+            pools,
+            board,
+            side,
+        } = self;
+        let slots = &mut pgs[port];
+        let mut totals = [0; PRIORITY_COUNT];
+        let mut xoff = 0u8;
+        while mask != 0 {
+            let pg = mask.trailing_zeros() as usize % PRIORITY_COUNT;
+            mask &= mask - 1;
+            release_pg(&mut slots[pg], pools, board, *side, cells[pg]);
+            totals[pg] = slots[pg].state.total();
+            xoff |= u8::from(slots[pg].state.xoff) << pg;
         }
+        (totals, xoff)
     }
 
     /// Re-evaluates XOFF/XON of a lossless PG against the current pool state; returns the
-    /// transition, if any. Lossy PGs never transition.
-    #[inline]
+    /// transition, if any. Lossy PGs never transition. Always inlined: it follows every lossless
+    /// admission, where the PG's state is still in registers.
+    #[inline(always)]
     pub fn update_xoff(&mut self, port: usize, pg: usize) -> Option<PgTransition> {
-        let profile = self.profiles[port][pg];
+        let PgSlot { profile, state } = &self.pgs[port][pg];
         if !profile.is_lossless() {
             return None;
         }
-        let free = self.pool_free(profile.pool);
-        let state = &mut self.pgs[port][pg];
-        if !state.xoff {
-            if state.headroom_used > 0 || state.shared_used >= profile.threshold.limit(free) {
-                state.xoff = true;
-                return Some(PgTransition::Xoff);
-            }
-        } else if state.headroom_used == 0 && state.total() <= profile.xon_point(free) {
-            state.xoff = false;
-            return Some(PgTransition::Xon);
+        // A static limit and XON point do not depend on the pool's free space: spare the read
+        // of the pool (every side's use of it) when nothing needs it.
+        let free = match profile.threshold {
+            ThresholdCells::Static(_) => 0,
+            ThresholdCells::Dynamic(_) => self.pool_free(profile.pool),
+        };
+        let transition = if !state.xoff {
+            (state.headroom_used > 0 || state.shared_used >= profile.threshold.limit(free))
+                .then_some(PgTransition::Xoff)
+        } else {
+            (state.headroom_used == 0 && state.total() <= profile.xon_point(free))
+                .then_some(PgTransition::Xon)
+        };
+        if transition.is_some() {
+            let state = &mut self.pgs[port][pg].state;
+            state.xoff = !state.xoff;
         }
-        None
+        transition
     }
 
     /// Checks the accounting's internal consistency; panics with a description when broken.
     pub fn check_invariants(&self) {
         let mut per_pool = vec![PoolUse::default(); self.pools.len()];
-        for (port, (pgs, profiles)) in self.pgs.iter().zip(&self.profiles).enumerate() {
-            for (pg, (s, p)) in pgs.iter().zip(profiles).enumerate() {
+        for (port, slots) in self.pgs.iter().enumerate() {
+            for (
+                pg,
+                PgSlot {
+                    profile: p,
+                    state: s,
+                },
+            ) in slots.iter().enumerate()
+            {
                 assert!(
                     s.reserved_used <= p.reserved,
                     "port {port} pg {pg}: reserved over size: {s:?} {p:?}"
@@ -453,15 +559,15 @@ impl IngressBuffers {
                 per_pool[p.pool].headroom_used += s.headroom_used;
             }
         }
-        for (i, (computed, kept)) in per_pool.iter().zip(&self.pool_use).enumerate() {
+        for (i, (computed, pool)) in per_pool.iter().zip(&self.pools).enumerate() {
+            let kept = &pool.used;
             assert_eq!(
                 computed, kept,
                 "pool {i}: per-PG sum differs from the pool's count"
             );
-            let pool = &self.pools[i];
-            if pool.shp_size > 0 {
+            if pool.cells.shp_size > 0 {
                 assert!(
-                    kept.headroom_used <= pool.shp_size,
+                    kept.headroom_used <= pool.cells.shp_size,
                     "pool {i}: SHP over size"
                 );
             }
@@ -471,19 +577,99 @@ impl IngressBuffers {
     /// Whether every PG of every port holds nothing.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.pgs.iter().flatten().all(|s| s.total() == 0)
-            && self.pool_use.iter().all(|u| *u == PoolUse::default())
+        self.pgs.iter().flatten().all(|s| s.state.total() == 0)
+            && self.pools.iter().all(|p| p.used == PoolUse::default())
     }
+}
+
+/// Gives back `cells` cells of one PG: headroom first, then shared, then reserved.
+#[inline]
+fn release_pg(
+    slot: &mut PgSlot,
+    pools: &mut [IngressPoolSlot],
+    board: &PoolBoard,
+    side: usize,
+    cells: u64,
+) {
+    let pool = slot.profile.pool;
+    let state = &mut slot.state;
+    debug_assert!(
+        cells <= state.total(),
+        "releasing {cells} cells of a PG holding {}",
+        state.total()
+    );
+    let from_headroom = cells.min(state.headroom_used);
+    let from_shared = (cells - from_headroom).min(state.shared_used);
+    let from_reserved = (cells - from_headroom - from_shared).min(state.reserved_used);
+    state.headroom_used -= from_headroom;
+    state.shared_used -= from_shared;
+    state.reserved_used -= from_reserved;
+    if from_headroom + from_shared > 0 {
+        let used = &mut pools[pool].used;
+        used.headroom_used -= from_headroom;
+        used.shared_used -= from_shared;
+        board.publish(side, pool, used.shared_used, used.headroom_used);
+    }
+}
+
+/// A queue's profile, kind and use, together (see [`PgSlot`]).
+#[derive(Clone, Copy, Debug)]
+struct QueueSlot {
+    profile: ProfileCells,
+    lossless: bool,
+    used: u64,
+}
+
+/// A pool's sizes next to this side's shared use of it.
+#[derive(Clone, Copy, Debug)]
+struct EgressPoolSlot {
+    cells: PoolCells,
+    used: u64,
+}
+
+/// Gives back `cells` cells of one egress queue.
+#[inline]
+fn release_queue(
+    slot: &mut QueueSlot,
+    pools: &mut [EgressPoolSlot],
+    board: &PoolBoard,
+    side: usize,
+    cells: u64,
+) {
+    let reserved = slot.profile.reserved;
+    let pool = slot.profile.pool;
+    let used = slot.used;
+    debug_assert!(
+        cells <= used,
+        "releasing {cells} cells of a queue holding {used}"
+    );
+    let after = used.saturating_sub(cells);
+    let delta = used.saturating_sub(reserved) - after.saturating_sub(reserved);
+    slot.used = after;
+    if delta > 0 {
+        let pool_used = &mut pools[pool].used;
+        *pool_used -= delta;
+        board.publish(side, pool, *pool_used, 0);
+    }
+}
+
+/// What an admitted frame left behind in the egress accounting (see [`IngressAdmitted`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EgressAdmitted {
+    /// Cells this side holds in the queue after admission.
+    pub(crate) used: u64,
+    /// The queue's pool.
+    pub(crate) pool: usize,
+    /// This side's shared use of that pool after admission.
+    pub(crate) pool_use: u64,
 }
 
 /// Egress queue accounting (the share of the queues fed by one ingress side).
 #[derive(Debug)]
 pub struct EgressBuffers {
-    profiles: Vec<[ProfileCells; PRIORITY_COUNT]>,
-    lossless: Vec<[bool; PRIORITY_COUNT]>,
-    used: Vec<[u64; PRIORITY_COUNT]>,
-    pools: Vec<PoolCells>,
-    pool_use: Vec<u64>,
+    /// `[port][queue]`.
+    queues: Vec<[QueueSlot; PRIORITY_COUNT]>,
+    pools: Vec<EgressPoolSlot>,
     board: Arc<PoolBoard>,
     side: usize,
 }
@@ -502,18 +688,22 @@ impl EgressBuffers {
     ) -> Result<Self, ParamsError> {
         let pools = pool_cells(params)?;
         Ok(Self {
-            profiles: params
+            queues: params
                 .ports
                 .iter()
-                .map(|p| {
-                    p.queues
-                        .map(|q| ProfileCells::from_params(&q.profile, params))
+                .zip(lossless)
+                .map(|(p, lossless)| {
+                    core::array::from_fn(|q| QueueSlot {
+                        profile: ProfileCells::from_params(&p.queues[q].profile, params),
+                        lossless: lossless[q],
+                        used: 0,
+                    })
                 })
                 .collect(),
-            lossless,
-            used: vec![[0; PRIORITY_COUNT]; params.ports.len()],
-            pool_use: vec![0; pools.len()],
-            pools,
+            pools: pools
+                .into_iter()
+                .map(|cells| EgressPoolSlot { cells, used: 0 })
+                .collect(),
             board,
             side,
         })
@@ -522,25 +712,25 @@ impl EgressBuffers {
     /// Cells this side holds in `(port, queue)`.
     #[must_use]
     pub fn used(&self, port: usize, queue: usize) -> u64 {
-        self.used[port][queue]
+        self.queues[port][queue].used
     }
 
     /// The pool `(port, queue)` draws from.
     #[must_use]
     pub fn queue_pool(&self, port: usize, queue: usize) -> usize {
-        self.profiles[port][queue].pool
+        self.queues[port][queue].profile.pool
     }
 
     /// Shared cells of `pool` in use by this side's queues.
     #[must_use]
     pub fn pool_use(&self, pool: usize) -> u64 {
-        self.pool_use[pool]
+        self.pools[pool].used
     }
 
     /// Shared cells of `pool` in use by every side.
     #[must_use]
     pub fn pool_use_total(&self, pool: usize) -> u64 {
-        self.board.others(self.side, pool).0 + self.pool_use[pool]
+        self.board.others(self.side, pool).0 + self.pools[pool].used
     }
 
     /// Admits `cells` cells to `(port, queue)`.
@@ -550,57 +740,99 @@ impl EgressBuffers {
     /// refuse.
     #[inline]
     pub fn admit(&mut self, port: usize, queue: usize, cells: u64) -> Result<(), DropReason> {
-        let profile = self.profiles[port][queue];
-        let used = self.used[port][queue];
+        self.admit_frame(port, queue, cells).map(|_| ())
+    }
+
+    /// [`EgressBuffers::admit`], returning what the admission left behind (inlined like
+    /// [`IngressBuffers::admit`]).
+    #[inline(always)]
+    pub(crate) fn admit_frame(
+        &mut self,
+        port: usize,
+        queue: usize,
+        cells: u64,
+    ) -> Result<EgressAdmitted, DropReason> {
+        debug_assert!(queue < PRIORITY_COUNT, "queue {queue}");
+        let Self {
+            queues,
+            pools,
+            board,
+            side,
+        } = self;
+        let slot = &mut queues[port][queue % PRIORITY_COUNT];
+        let profile = &slot.profile;
+        let pool = &mut pools[profile.pool];
+        let used = slot.used;
         let shared_before = used.saturating_sub(profile.reserved);
         let shared_after = (used + cells).saturating_sub(profile.reserved);
         let delta = shared_after - shared_before;
-        if delta > 0 && !self.lossless[port][queue] {
-            let free = self.pools[profile.pool]
+        if delta > 0 && !slot.lossless {
+            let free = pool
+                .cells
                 .shared_size
-                .saturating_sub(self.pool_use_total(profile.pool));
+                .saturating_sub(board.others(*side, profile.pool).0 + pool.used);
             if shared_before >= profile.threshold.limit(free) || delta > free {
                 return Err(DropReason::EgressQueueLimit);
             }
         }
-        self.used[port][queue] = used + cells;
+        slot.used = used + cells;
         if delta > 0 {
-            self.pool_use[profile.pool] += delta;
-            self.board
-                .publish(self.side, profile.pool, self.pool_use[profile.pool], 0);
+            pool.used += delta;
+            board.publish(*side, profile.pool, pool.used, 0);
         }
-        Ok(())
+        Ok(EgressAdmitted {
+            used: slot.used,
+            pool: profile.pool,
+            pool_use: pool.used,
+        })
     }
 
     /// Gives back `cells` cells of a frame that left `(port, queue)`.
     #[inline]
     pub fn release(&mut self, port: usize, queue: usize, cells: u64) {
-        let profile = self.profiles[port][queue];
-        let used = self.used[port][queue];
-        debug_assert!(
-            cells <= used,
-            "releasing {cells} cells of a queue holding {used}"
-        );
-        let after = used.saturating_sub(cells);
-        let delta = used.saturating_sub(profile.reserved) - after.saturating_sub(profile.reserved);
-        self.used[port][queue] = after;
-        if delta > 0 {
-            self.pool_use[profile.pool] -= delta;
-            self.board
-                .publish(self.side, profile.pool, self.pool_use[profile.pool], 0);
+        let Self {
+            queues,
+            pools,
+            board,
+            side,
+        } = self;
+        release_queue(&mut queues[port][queue], pools, board, *side, cells);
+    }
+
+    /// Gives back `cells[q]` cells to each queue of `port` in `mask` (see
+    /// [`IngressBuffers::release_port`]).
+    #[inline]
+    pub(crate) fn release_port(
+        &mut self,
+        port: usize,
+        cells: &[u64; PRIORITY_COUNT],
+        mut mask: u8,
+    ) {
+        let Self {
+            queues,
+            pools,
+            board,
+            side,
+        } = self;
+        let slots = &mut queues[port];
+        while mask != 0 {
+            let q = mask.trailing_zeros() as usize % PRIORITY_COUNT;
+            mask &= mask - 1;
+            release_queue(&mut slots[q], pools, board, *side, cells[q]);
         }
     }
 
     /// Checks internal consistency; panics with a description when broken.
     pub fn check_invariants(&self) {
         let mut per_pool = vec![0u64; self.pools.len()];
-        for (used, profiles) in self.used.iter().zip(&self.profiles) {
-            for (u, p) in used.iter().zip(profiles) {
-                per_pool[p.pool] += u.saturating_sub(p.reserved);
+        for slots in &self.queues {
+            for s in slots {
+                per_pool[s.profile.pool] += s.used.saturating_sub(s.profile.reserved);
             }
         }
+        let kept: Vec<u64> = self.pools.iter().map(|p| p.used).collect();
         assert_eq!(
-            per_pool, self.pool_use,
+            per_pool, kept,
             "egress pool use differs from the per-queue sum"
         );
     }
@@ -608,7 +840,7 @@ impl EgressBuffers {
     /// Whether every queue is empty.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.used.iter().flatten().all(|&u| u == 0) && self.pool_use.iter().all(|&u| u == 0)
+        self.queues.iter().flatten().all(|s| s.used == 0) && self.pools.iter().all(|p| p.used == 0)
     }
 }
 

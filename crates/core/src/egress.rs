@@ -50,7 +50,7 @@ struct EgressQueue<F> {
     wd_base: [u64; 4],
 }
 
-impl<F> EgressQueue<F> {
+impl<F: Frame> EgressQueue<F> {
     /// The ring whose head is served next, if any ring holds a frame.
     fn head_ring(&self) -> Option<usize> {
         let n = self.rings.len();
@@ -61,6 +61,26 @@ impl<F> EgressQueue<F> {
         for _ in 0..n {
             if !self.rings[r].is_empty() {
                 return Some(r);
+            }
+            r = if r + 1 == n { 0 } else { r + 1 };
+        }
+        None
+    }
+
+    /// The ring served next and the length of its head frame, if any ring holds a frame
+    /// ([`EgressQueue::head_ring`] and a peek in one pass). Always inlined: it runs after every
+    /// frame a queue sends.
+    #[inline(always)]
+    fn head(&self) -> Option<(usize, u32)> {
+        let len = |h: &Queued<F>| u32::try_from(h.frame.len()).unwrap_or(u32::MAX);
+        let n = self.rings.len();
+        if n == 1 {
+            return self.rings[0].peek().ok().map(|h| (0, len(h)));
+        }
+        let mut r = self.next_ring;
+        for _ in 0..n {
+            if let Ok(h) = self.rings[r].peek() {
+                return Some((r, len(h)));
             }
             r = if r + 1 == n { 0 } else { r + 1 };
         }
@@ -311,73 +331,118 @@ impl<F: Frame> Egress<F> {
                 eligible |= 1 << q;
             }
         }
-        let counters = &self.shared.egress_counters[self.side].ports[p];
+        if eligible == 0 {
+            return;
+        }
+        let shared = &*self.shared;
+        let side = self.side;
+        let counters = &shared.egress_counters[side].ports[p];
+        let port = &mut self.ports[i];
         let mut sent = 0;
-        while sent < max && eligible != 0 && self.ports[i].shaper.ready(now) {
-            let port = &mut self.ports[i];
+        while sent < max && eligible != 0 && port.shaper.ready(now) {
             let queues = &port.queues;
+            // The last head the scheduler looked at, which is usually the picked queue's.
+            let mut seen = None;
             let Some(q) = port.sched.pick(eligible, |q| {
-                queues[q]
-                    .head_ring()
-                    .and_then(|r| queues[q].rings[r].peek().ok())
-                    .map_or(0, |h| u32::try_from(h.frame.len()).unwrap_or(u32::MAX))
+                let head = queues[q].head();
+                seen = Some((q, head));
+                head.map_or(0, |(_, len)| len)
             }) else {
                 break;
             };
+            // Serve frames from `q` for as long as the scheduler would keep picking it, with
+            // the queue's state and counters at hand; totals are stored once per run.
+            let q = q % PRIORITY_COUNT;
             let queue = &mut port.queues[q];
-            let Some(r) = queue.head_ring() else {
+            let mut run = Run::default();
+            let mut head = match seen {
+                Some((seen_q, head)) if seen_q == q => head,
+                _ => queue.head(),
+            };
+            if head.is_none() {
                 eligible &= !(1 << q);
-                continue;
-            };
-            let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
-                continue;
-            };
-            queue.next_ring = if r + 1 == queue.rings.len() { 0 } else { r + 1 };
-            let len = frame.len() as u64;
-            // Depth including this frame, for WRED (instantaneous, SAI weight 0).
-            let depth: u64 = (0..queue.rings.len())
-                .map(|k| {
-                    self.shared.ring_bytes_in(k, p, q).get()
-                        - self.shared.ring_bytes_out(k, p, q).get()
-                })
-                .sum();
-            self.shared.ring_bytes_out(r, p, q).add(len);
-            let verdict = match queue.wred {
-                Some(w) => {
-                    let ect = ecn_capable(frame.data(), meta.l3_offset, meta.ipv6);
-                    decide(&w, depth, ect, queue.lossless, &mut self.rng)
-                }
-                None => WredVerdict::Pass,
-            };
-            release(&self.shared, self.side, p, q, &meta);
-            self.released_any = true;
-            if queue.is_empty() {
-                eligible &= !(1 << q);
-                port.sched.queue_emptied(q);
             }
-            match verdict {
-                WredVerdict::Drop => {
-                    counters.wred_drops[q].inc();
-                    counters.queue_drop_bytes[q].add(len);
-                    counters.drops[DropReason::WredDrop.index()].inc();
-                    continue;
+            while let Some((r, head_len)) = head {
+                let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
+                    break;
+                };
+                queue.next_ring = if r + 1 == queue.rings.len() { 0 } else { r + 1 };
+                self.released_any = true;
+                if run.ring != r {
+                    run.flush_ring(shared, side, p, q);
+                    run.ring = r;
                 }
-                WredVerdict::Mark => {
-                    if mark_ce(frame.data_mut(), meta.l3_offset, meta.ipv6) {
-                        counters.ecn_marked[q].inc();
+                // The length read when this frame was the head (each read of a frame's length
+                // goes through the backend's bounds checks).
+                let len = u64::from(head_len);
+                let verdict = match queue.wred {
+                    Some(w) => {
+                        // Depth including this frame, for WRED (instantaneous, SAI weight 0).
+                        let depth: u64 = (0..queue.rings.len())
+                            .map(|k| {
+                                shared.ring_bytes_in(k, p, q).get()
+                                    - shared.ring_bytes_out(k, p, q).get()
+                            })
+                            .sum::<u64>()
+                            - run.ring_bytes;
+                        let ect = ecn_capable(frame.data(), meta.l3_offset(), meta.ipv6());
+                        decide(&w, depth, ect, queue.lossless, &mut self.rng)
+                    }
+                    None => WredVerdict::Pass,
+                };
+                run.ring_bytes += len;
+                run.ring_cells += u64::from(meta.cells);
+                // The PG's cells go back to the ingress side that charged them.
+                shared.releases.pg_block(side, usize::from(meta.in_port))
+                    [usize::from(meta.pg) % PRIORITY_COUNT]
+                    .add(u64::from(meta.cells));
+                // The next head, which also tells whether the queue is now empty.
+                head = queue.head();
+                let emptied = head.is_none();
+                if emptied {
+                    eligible &= !(1 << q);
+                    port.sched.queue_emptied(q);
+                }
+                match verdict {
+                    WredVerdict::Drop => {
+                        counters.wred_drops[q].inc();
+                        counters.queue_drop_bytes[q].add(len);
+                        counters.drops[DropReason::WredDrop.index()].inc();
+                    }
+                    WredVerdict::Mark | WredVerdict::Pass => {
+                        if verdict == WredVerdict::Mark
+                            && mark_ce(frame.data_mut(), meta.l3_offset(), meta.ipv6())
+                        {
+                            counters.ecn_marked[q].inc();
+                        }
+                        run.tx_frames += 1;
+                        run.tx_bytes += len;
+                        let delay = now.as_nanos().saturating_sub(meta.enqueued_ns);
+                        run.delay_ns += delay;
+                        counters.queue_delay_buckets[q].0[crate::counters::delay_bucket(delay)]
+                            .inc();
+                        port.shaper.consume(u32::try_from(len).unwrap_or(u32::MAX));
+                        out.push(frame);
+                        sent += 1;
                     }
                 }
-                WredVerdict::Pass => {}
+                // The next frame of the run: what the outer loop would check, then whether
+                // the scheduler would pick this queue again.
+                let Some((_, head_len)) = head else { break };
+                if sent >= max
+                    || !port.shaper.has_credit()
+                    || !port.sched.pick_again(q, eligible, head_len)
+                {
+                    break;
+                }
             }
-            queue.last_tx = now;
-            counters.tx_frames[q].inc();
-            counters.tx_bytes[q].add(len);
-            let delay = now.as_nanos().saturating_sub(meta.enqueued_ns);
-            counters.queue_delay_ns_sum[q].add(delay);
-            counters.queue_delay_buckets[q].0[crate::counters::delay_bucket(delay)].inc();
-            port.shaper.consume(u32::try_from(len).unwrap_or(u32::MAX));
-            out.push(frame);
-            sent += 1;
+            run.flush_ring(shared, side, p, q);
+            if run.tx_frames > 0 {
+                queue.last_tx = now;
+                counters.tx_frames[q].add(run.tx_frames);
+                counters.tx_bytes[q].add(run.tx_bytes);
+                counters.queue_delay_ns_sum[q].add(run.delay_ns);
+            }
         }
     }
 
@@ -647,6 +712,39 @@ impl<F: Frame> Egress<F> {
             .watchdog
             .as_ref()
             .map(QueueWatchdog::action)
+    }
+}
+
+/// What a run of frames from one queue adds up to, stored once at its end.
+#[derive(Debug, Default)]
+struct Run {
+    /// The ring the frames below came from (the ingress side that enqueued them).
+    ring: usize,
+    /// Bytes taken out of `ring` and not yet added to its `ring_bytes_out`.
+    ring_bytes: u64,
+    /// Cells of those frames not yet given back to the queue's accounting of that side.
+    ring_cells: u64,
+    tx_frames: u64,
+    tx_bytes: u64,
+    delay_ns: u64,
+}
+
+impl Run {
+    /// Publishes what was taken out of the current ring: its bytes, and its cells to the egress
+    /// accounting of the ingress side that admitted them (ring `k` is ingress side `k`'s).
+    #[inline]
+    fn flush_ring(&mut self, shared: &Shared, side: usize, port: usize, queue: usize) {
+        if self.ring_bytes > 0 || self.ring_cells > 0 {
+            shared
+                .ring_bytes_out(self.ring, port, queue)
+                .add(self.ring_bytes);
+            shared
+                .releases
+                .queue(side, self.ring, port, queue)
+                .add(self.ring_cells);
+            self.ring_bytes = 0;
+            self.ring_cells = 0;
+        }
     }
 }
 

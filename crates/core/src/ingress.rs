@@ -25,20 +25,63 @@ use rtrb::Producer;
 use std::sync::Arc;
 
 /// What travels with a frame handle from the ingress side to the egress side.
+///
+/// Packed into 16 bytes: every frame's metadata is written into a ring slot and read back, so
+/// its size is memory traffic per frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameMeta {
+    /// When the frame was enqueued, ns.
+    pub enqueued_ns: u64,
+    /// Cells charged (ingress PG and egress queue alike).
+    pub cells: u32,
     /// Port the frame arrived on.
     pub in_port: u16,
     /// Ingress PG the frame's cells are charged to.
     pub pg: u8,
+    /// Bits 0-6: offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP (an L3
+    /// header starts at most 22 bytes in: Ethernet and two tags); bit 7: it is IPv6.
+    l3: u8,
+}
+
+impl FrameMeta {
+    const IPV6: u8 = 0x80;
+
+    /// Metadata of a frame; an L3 offset beyond 127 bytes is recorded as not IP.
+    #[must_use]
+    pub fn new(
+        in_port: u16,
+        pg: u8,
+        l3_offset: usize,
+        ipv6: bool,
+        cells: u32,
+        enqueued_ns: u64,
+    ) -> Self {
+        let l3 = if l3_offset < usize::from(Self::IPV6) {
+            // Fits in 7 bits (checked just above).
+            l3_offset as u8 | u8::from(ipv6) << 7
+        } else {
+            0
+        };
+        Self {
+            enqueued_ns,
+            cells,
+            in_port,
+            pg,
+            l3,
+        }
+    }
+
     /// Offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP.
-    pub l3_offset: u8,
+    #[must_use]
+    pub fn l3_offset(&self) -> u8 {
+        self.l3 & !Self::IPV6
+    }
+
     /// Whether the L3 header is IPv6.
-    pub ipv6: bool,
-    /// Cells charged (ingress PG and egress queue alike).
-    pub cells: u32,
-    /// When the frame was enqueued, ns.
-    pub enqueued_ns: u64,
+    #[must_use]
+    pub fn ipv6(&self) -> bool {
+        self.l3 & Self::IPV6 != 0
+    }
 }
 
 /// A frame in an egress queue's ring.
@@ -140,14 +183,64 @@ const RATE_WINDOW_NS: u64 = 1_000_000_000;
 /// (its entry was refreshed at most this long ago; aging is minutes).
 const RELEARN_INTERVAL_NS: u64 = 1_000_000;
 
+/// Cells per frame length: a shift when the cell size is a power of two (it always is in
+/// practice), a division otherwise.
+#[derive(Clone, Copy, Debug)]
+struct CellSize {
+    bytes: u32,
+    /// log2 of `bytes` if it is a power of two, else `u32::MAX`.
+    shift: u32,
+}
+
+impl CellSize {
+    fn new(bytes: u32) -> Self {
+        Self {
+            bytes,
+            shift: if bytes.is_power_of_two() {
+                bytes.trailing_zeros()
+            } else {
+                u32::MAX
+            },
+        }
+    }
+
+    /// Cells a frame of `len` bytes takes (rounded up).
+    #[inline]
+    fn cells(self, len: usize) -> u32 {
+        let cells = if self.shift == u32::MAX {
+            len.div_ceil(self.bytes as usize)
+        } else {
+            // A frame's length is far below `usize::MAX - bytes`: no overflow.
+            (len + (self.bytes as usize - 1)) >> self.shift
+        };
+        u32::try_from(cells).unwrap_or(u32::MAX)
+    }
+}
+
 /// The ingress side of one RX lcore.
 #[derive(Debug)]
 pub struct Ingress<F: Frame> {
-    side: usize,
     shared: Arc<Shared>,
+    /// Per-port facts, never changed after construction. Kept apart from the state so that the
+    /// per-frame path can hold a port's view while it updates the state.
+    views: Vec<PortView>,
+    st: IngressState<F>,
+}
+
+/// What the per-frame path reads, borrowed once per burst.
+struct Ctx<'a> {
+    shared: &'a Shared,
+    /// This side's counters.
+    counters: &'a IngressCounters,
+    views: &'a [PortView],
+}
+
+/// Everything an ingress side changes as frames arrive and cells come back.
+#[derive(Debug)]
+struct IngressState<F: Frame> {
+    side: usize,
     owned: Vec<PortId>,
     owns: Vec<bool>,
-    views: Vec<PortView>,
     buffers: IngressBuffers,
     egress_buffers: EgressBuffers,
     fdb: Fdb,
@@ -158,6 +251,9 @@ pub struct Ingress<F: Frame> {
     seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
     wanted_xoff: Vec<u8>,
     rate: Vec<[RateWindow; PRIORITY_COUNT]>,
+    /// Per port: lossless PGs whose cells a refused enqueue gave back since the last pull of
+    /// releases; re-evaluated with the next pull (see `pull_releases`).
+    pending_eval: Vec<u8>,
     /// Rate windows currently in alarm (so that idle polls skip the scan).
     alarms_active: u32,
     /// Some lossless PG has a dynamic threshold (its limit moves with the pool's use).
@@ -167,7 +263,7 @@ pub struct Ingress<F: Frame> {
     /// Per port: the last source learned (VID << 48 | MAC) and when, ns — learning the same
     /// station again within [`RELEARN_INTERVAL_NS`] only refreshes an age that cannot expire.
     last_learned: Vec<(u64, u64)>,
-    cell_shift_or_size: u32,
+    cell: CellSize,
 }
 
 impl<F: Frame> Ingress<F> {
@@ -184,7 +280,7 @@ impl<F: Frame> Ingress<F> {
         for p in &owned {
             owns[p.index()] = true;
         }
-        Ok(Self {
+        let st = IngressState {
             buffers: IngressBuffers::new(params, Arc::clone(&shared.ingress_pools), side)?,
             egress_buffers: EgressBuffers::new(
                 params,
@@ -193,12 +289,12 @@ impl<F: Frame> Ingress<F> {
                 side,
             )?,
             fdb: Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
-            views: params.ports.iter().map(PortView::new).collect(),
             producers,
             seen_generation: vec![0; shared.releases.egress_sides()],
             seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],
             seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
             wanted_xoff: vec![0; ports],
+            pending_eval: vec![0; ports],
             rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
             alarms_active: 0,
             dynamic_lossless: params.ports.iter().flat_map(|p| p.pgs.iter()).any(|pg| {
@@ -206,10 +302,14 @@ impl<F: Frame> Ingress<F> {
             }),
             ingress_sides: shared.layout.ingress_sides(),
             last_learned: vec![(u64::MAX, 0); ports],
-            cell_shift_or_size: params.cell_size_bytes,
+            cell: CellSize::new(params.cell_size_bytes),
             owned,
             owns,
             side,
+        };
+        Ok(Self {
+            views: params.ports.iter().map(PortView::new).collect(),
+            st,
             shared,
         })
     }
@@ -217,50 +317,64 @@ impl<F: Frame> Ingress<F> {
     /// The ports this side receives on.
     #[must_use]
     pub fn ports(&self) -> &[PortId] {
-        &self.owned
+        &self.st.owned
     }
 
     /// The FDB (for `show fdb`; the runtime reads it between bursts on this lcore).
     #[must_use]
     pub fn fdb(&self) -> &Fdb {
-        &self.fdb
+        &self.st.fdb
     }
 
     /// Ingress buffer accounting (read-only view, for tests and the control plane).
     #[must_use]
     pub fn buffers(&self) -> &IngressBuffers {
-        &self.buffers
+        &self.st.buffers
     }
 
     /// Egress queue accounting of the frames this side enqueued.
     #[must_use]
     pub fn egress_buffers(&self) -> &EgressBuffers {
-        &self.egress_buffers
+        &self.st.egress_buffers
     }
 
     fn counters(&self) -> &IngressCounters {
-        &self.shared.ingress_counters[self.side]
-    }
-
-    fn cells(&self, len: usize) -> u32 {
-        u32::try_from(len.div_ceil(self.cell_shift_or_size as usize)).unwrap_or(u32::MAX)
+        &self.shared.ingress_counters[self.st.side]
     }
 
     /// Handles a burst of frames received on `port` at `now`; `frames` is left empty.
+    ///
+    /// `rx_frames` and `rx_bytes` of the port are added once, at the end of the burst: a
+    /// reader on another thread sees them at most one burst late (they have one writer, this
+    /// side, so nothing is lost).
     pub fn handle_rx_burst(&mut self, now: Instant, port: PortId, frames: &mut Vec<F>) {
         debug_assert!(
-            self.owns[port.index()],
+            self.st.owns[port.index()],
             "{port} is not received by ingress side {}",
-            self.side
+            self.st.side
         );
-        self.sync_releases();
+        let ctx = Ctx {
+            shared: &self.shared,
+            counters: &self.shared.ingress_counters[self.st.side],
+            views: &self.views,
+        };
+        let st = &mut self.st;
+        st.sync_releases(&ctx);
+        let in_view = &ctx.views[port.index()];
+        let in_counters = &ctx.counters.ports[port.index()];
+        let rx_frames = frames.len() as u64;
+        let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            self.handle_frame(now, port, frame);
+            let len = frame.len();
+            rx_bytes += len as u64;
+            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
         }
+        in_counters.rx_frames.add(rx_frames);
+        in_counters.rx_bytes.add(rx_bytes);
         // An admission re-evaluates its own PG at once (`forward`). With dynamic thresholds it
         // also moves the limits of every other PG of the pool: re-evaluate them once per burst.
-        if self.dynamic_lossless {
-            self.update_pfc_all();
+        if st.dynamic_lossless {
+            st.update_pfc_all(&ctx);
         }
     }
 
@@ -268,12 +382,111 @@ impl<F: Frame> Ingress<F> {
     /// the owned lossless PGs (dynamic limits move as pools fill and drain). The runtime calls
     /// this every loop iteration, with or without traffic; `handle_rx_burst` calls it too.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.sync_releases();
-        self.roll_rate_windows(now);
+        let ctx = Ctx {
+            shared: &self.shared,
+            counters: &self.shared.ingress_counters[self.st.side],
+            views: &self.views,
+        };
+        self.st.sync_releases(&ctx);
+        self.st.roll_rate_windows(&ctx, now);
     }
 
-    fn sync_releases(&mut self) {
-        let releases = &self.shared.releases;
+    /// Checks every accounting invariant of this side.
+    pub fn check_invariants(&self) {
+        self.st.buffers.check_invariants();
+        self.st.egress_buffers.check_invariants();
+    }
+
+    /// Counters of one port as this side keeps them.
+    #[must_use]
+    pub fn port_counters(&self, port: PortId) -> &IngressPortCounters {
+        &self.counters().ports[port.index()]
+    }
+}
+
+/// The sum over egress sides of a block of eight release counters (with one side, the block).
+#[inline]
+fn released_totals<'a>(
+    egress_sides: usize,
+    block: impl Fn(usize) -> &'a [crate::counters::Counter; PRIORITY_COUNT],
+) -> [u64; PRIORITY_COUNT] {
+    let mut totals = block(0).each_ref().map(crate::counters::Counter::get);
+    for e in 1..egress_sides {
+        for (t, c) in totals.iter_mut().zip(block(e)) {
+            *t += c.get();
+        }
+    }
+    totals
+}
+
+/// What each of eight monotonic totals gained since `seen` (which is brought up to date), and a
+/// mask of those that did.
+#[inline]
+fn take_deltas(
+    totals: &[u64; PRIORITY_COUNT],
+    seen: &mut [u64; PRIORITY_COUNT],
+) -> ([u64; PRIORITY_COUNT], u8) {
+    let mut deltas = [0; PRIORITY_COUNT];
+    let mut mask = 0u8;
+    for i in 0..PRIORITY_COUNT {
+        deltas[i] = totals[i] - seen[i];
+        mask |= u8::from(deltas[i] != 0) << i;
+    }
+    *seen = *totals;
+    (deltas, mask)
+}
+
+/// Tags, untags or rewrites the tag of a frame for an egress port (802.1Q 8.8.2) whose
+/// member set says `want_tag`, moving `l3_offset` with it. Returns the new length if it
+/// changed. Out of line: access ports (untagged in, untagged out) never call it.
+#[inline(never)]
+fn retag<F: Frame>(
+    frame: &mut F,
+    m: &IngressFrame,
+    want_tag: bool,
+    l3_offset: &mut usize,
+) -> Result<Option<usize>, DropReason> {
+    if m.tagged && !want_tag {
+        if strip_vlan_tag(frame.data_mut()).is_err() || !frame.pull_front(TAG_LEN) {
+            return Err(DropReason::Runt);
+        }
+        *l3_offset = l3_offset.saturating_sub(TAG_LEN);
+        return Ok(Some(frame.len()));
+    }
+    let tci = VlanTci::new(m.tc.get(), false, m.vid);
+    if m.tagged {
+        // Rewrite the TCI in place (priority tag → VLAN, PCP kept as classified).
+        frame.data_mut()[14..16].copy_from_slice(&tci.to_bits().to_be_bytes());
+        return Ok(None);
+    }
+    if !frame.push_front(TAG_LEN) {
+        return Err(DropReason::NoBuffer);
+    }
+    if insert_vlan_tag(frame.data_mut(), tci).is_err() {
+        return Err(DropReason::Runt);
+    }
+    if *l3_offset > 0 {
+        *l3_offset += TAG_LEN;
+    }
+    Ok(Some(frame.len()))
+}
+
+/// Counts a frame that egress admission (or its ring) refused, against the egress port.
+#[inline(never)]
+fn count_refused(out_counters: &IngressPortCounters, q: usize, len: usize) {
+    out_counters.queue_admission_drops[q].inc();
+    out_counters.queue_admission_drop_bytes[q].add(len as u64);
+}
+
+/// Counts a drop of `frame` received on the port of `counters`, and drops it.
+fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
+    counters.drops[reason.index()].inc();
+    drop(frame);
+}
+
+impl<F: Frame> IngressState<F> {
+    fn sync_releases(&mut self, ctx: &Ctx<'_>) {
+        let releases = &ctx.shared.releases;
         let mut changed = false;
         for (e, seen) in self.seen_generation.iter_mut().enumerate() {
             let g = releases.generation(e).get();
@@ -283,71 +496,103 @@ impl<F: Frame> Ingress<F> {
             }
         }
         if changed {
-            let egress_sides = releases.egress_sides();
-            let cell = u64::from(self.cell_shift_or_size);
-            for &port in &self.owned {
-                let p = port.index();
-                for pg in 0..PRIORITY_COUNT {
-                    let total: u64 = (0..egress_sides).map(|e| releases.pg(e, p, pg).get()).sum();
-                    let delta = total - self.seen_pg_release[p][pg];
-                    if delta > 0 {
-                        self.seen_pg_release[p][pg] = total;
-                        self.buffers.release(p, pg, delta);
-                        self.shared.ingress_counters[self.side].ports[p].pg_used_bytes[pg]
-                            .set(self.buffers.pg(p, pg).total() * cell);
-                    }
-                }
+            self.pull_releases(ctx);
+        }
+        // With dynamic thresholds, releases move every PG's limit; without any release, other
+        // ingress sides' use of a shared pool still can.
+        if self.dynamic_lossless && (changed || self.ingress_sides > 1) {
+            self.update_pfc_all(ctx);
+        }
+    }
+
+    /// Pulls every release counter into the accounting. With static thresholds only a PG whose
+    /// occupancy changed can change its XOFF/XON state (its limit and XON point are constants),
+    /// so exactly those are re-evaluated here: the PGs in XOFF that got cells back, and those
+    /// released by a refused enqueue since the last pull (`pending_eval`). Every other PG's
+    /// state was evaluated after its last admission. With dynamic thresholds the caller
+    /// re-evaluates all of them.
+    fn pull_releases(&mut self, ctx: &Ctx<'_>) {
+        let releases = &ctx.shared.releases;
+        let egress_sides = releases.egress_sides();
+        let cell = u64::from(self.cell.bytes);
+        for &port in &self.owned {
+            let p = port.index();
+            let totals = released_totals(egress_sides, |e| releases.pg_block(e, p));
+            let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[p]);
+            if mask == 0 {
+                continue;
             }
-            for p in 0..self.views.len() {
-                for q in 0..PRIORITY_COUNT {
-                    let total: u64 = (0..egress_sides)
-                        .map(|e| releases.queue(e, self.side, p, q).get())
-                        .sum();
-                    let delta = total - self.seen_queue_release[p][q];
-                    if delta > 0 {
-                        self.seen_queue_release[p][q] = total;
-                        self.egress_buffers.release(p, q, delta);
-                    }
-                }
+            let (held, xoff) = self.buffers.release_port(p, &deltas, mask);
+            let gauges = &ctx.counters.ports[p].pg_used_bytes;
+            let mut m = mask;
+            while m != 0 {
+                let pg = m.trailing_zeros() as usize % PRIORITY_COUNT;
+                m &= m - 1;
+                gauges[pg].set(held[pg] * cell);
+            }
+            // With a static limit, a PG not in XOFF cannot reach it by giving cells back (XOFF
+            // needs headroom, or shared use at the limit, and a release lowers both): only
+            // those in XOFF can change (XON).
+            self.pending_eval[p] |= mask & xoff & ctx.views[p].lossless_mask;
+        }
+        for p in 0..ctx.views.len() {
+            let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
+            let (deltas, mask) = take_deltas(&totals, &mut self.seen_queue_release[p]);
+            if mask != 0 {
+                self.egress_buffers.release_port(p, &deltas, mask);
             }
         }
-        // Releases can bring XON (and, with dynamic thresholds, move limits). Without any,
-        // only other ingress sides' use of a shared pool can move a dynamic limit.
-        if changed || (self.dynamic_lossless && self.ingress_sides > 1) {
-            self.update_pfc_all();
+        let evaluate = !self.dynamic_lossless;
+        for i in 0..self.owned.len() {
+            let port = self.owned[i];
+            let p = port.index();
+            let mut mask = core::mem::take(&mut self.pending_eval[p]);
+            if !evaluate || mask == 0 {
+                continue;
+            }
+            let mut transitioned = false;
+            while mask != 0 {
+                let pg = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                transitioned |= self.update_pg(ctx, port, pg);
+            }
+            if transitioned {
+                self.publish_wanted(ctx, port);
+            }
         }
     }
 
     /// Re-evaluates every owned lossless PG.
-    fn update_pfc_all(&mut self) {
+    fn update_pfc_all(&mut self, ctx: &Ctx<'_>) {
         for i in 0..self.owned.len() {
             let port = self.owned[i];
-            self.update_pfc(port);
+            self.update_pfc(ctx, port);
         }
     }
 
     /// Re-evaluates XOFF/XON of `port`'s lossless PGs and publishes the wanted set.
-    fn update_pfc(&mut self, port: PortId) {
-        let mut mask = self.views[port.index()].lossless_mask;
+    fn update_pfc(&mut self, ctx: &Ctx<'_>, port: PortId) {
+        let mut mask = ctx.views[port.index()].lossless_mask;
         let mut transitioned = false;
         while mask != 0 {
             let pg = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            transitioned |= self.update_pg(port, pg);
+            transitioned |= self.update_pg(ctx, port, pg);
         }
         if transitioned {
-            self.publish_wanted(port);
+            self.publish_wanted(ctx, port);
         }
     }
 
-    /// Re-evaluates one lossless PG; whether it changed state.
-    #[inline]
-    fn update_pg(&mut self, port: PortId, pg: usize) -> bool {
+    /// Re-evaluates one lossless PG; whether it changed state. Always inlined: it follows
+    /// every lossless admission.
+    #[inline(always)]
+    fn update_pg(&mut self, ctx: &Ctx<'_>, port: PortId, pg: usize) -> bool {
         let p = port.index();
         match self.buffers.update_xoff(p, pg) {
             Some(t) => {
                 if t == PgTransition::Xoff {
-                    self.shared.ingress_counters[self.side].ports[p].pg_xoff_transitions[pg].inc();
+                    ctx.counters.ports[p].pg_xoff_transitions[pg].inc();
                 }
                 true
             }
@@ -356,9 +601,9 @@ impl<F: Frame> Ingress<F> {
     }
 
     /// Publishes the priorities `port` wants paused, from its PGs' XOFF states.
-    fn publish_wanted(&mut self, port: PortId) {
+    fn publish_wanted(&mut self, ctx: &Ctx<'_>, port: PortId) {
         let p = port.index();
-        let view = &self.views[p];
+        let view = &ctx.views[p];
         let mut wanted = 0u8;
         for prio in Priority::ALL {
             let pg = view.maps.pfc_to_pg[prio.index()].index();
@@ -368,60 +613,63 @@ impl<F: Frame> Ingress<F> {
         }
         if wanted != self.wanted_xoff[p] {
             self.wanted_xoff[p] = wanted;
-            self.shared.pfc.set_wanted_xoff(p, wanted);
+            ctx.shared.pfc.set_wanted_xoff(p, wanted);
         }
     }
 
-    fn drop_frame(&self, port: PortId, reason: DropReason, frame: F) {
-        self.counters().ports[port.index()].drops[reason.index()].inc();
-        drop(frame);
-    }
-
+    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
+    /// frame's data goes through the backend's bounds checks).
     #[inline]
-    fn handle_frame(&mut self, now: Instant, port: PortId, frame: F) {
+    #[allow(clippy::too_many_arguments)]
+    fn handle_frame(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        frame: F,
+        len: usize,
+    ) {
         let p = port.index();
-        let len = frame.len();
-        let counters = &self.shared.ingress_counters[self.side].ports[p];
-        counters.rx_frames.inc();
-        counters.rx_bytes.add(len as u64);
-        let l2 = match parse_l2(frame.data()) {
+        let data = frame.data();
+        let l2 = match parse_l2(data) {
             Ok(l2) => l2,
             Err(WireError::DoubleTag) => {
-                return self.drop_frame(port, DropReason::VlanFiltered, frame)
+                return drop_frame(counters, DropReason::VlanFiltered, frame)
             }
-            Err(_) => return self.drop_frame(port, DropReason::Runt, frame),
+            Err(_) => return drop_frame(counters, DropReason::Runt, frame),
         };
         if l2.ethertype == EtherType::MacControl {
-            return self.handle_mac_control(now, port, &l2, frame);
+            return self.handle_mac_control(ctx, view, counters, now, port, &l2, frame);
         }
-        if len - l2.payload_offset > self.views[p].max_payload {
-            return self.drop_frame(port, DropReason::Oversize, frame);
+        if len - l2.payload_offset > view.max_payload {
+            return drop_frame(counters, DropReason::Oversize, frame);
         }
         if l2.src_addr.is_multicast() {
-            return self.drop_frame(port, DropReason::SourceMulticast, frame);
+            return drop_frame(counters, DropReason::SourceMulticast, frame);
         }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
-        let view = &self.views[p];
         let vid = match l2.vlan.map(VlanTci::vid) {
             None | Some(0) => match view.untagged_vid {
                 Some(v) => v,
-                None => return self.drop_frame(port, DropReason::VlanFiltered, frame),
+                None => return drop_frame(counters, DropReason::VlanFiltered, frame),
             },
             Some(v) if view.member(v) => v,
-            Some(_) => return self.drop_frame(port, DropReason::VlanFiltered, frame),
+            Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
         };
         // Classification.
-        let (tc, l3) = classify(view, &l2, frame.data());
-        let pg = view.maps.tc_to_pg[tc.index()];
-        let queue = view.maps.tc_to_queue[tc.index()];
+        let (tc, l3) = classify(view, &l2, data);
+        let pg = view.maps.tc_to_pg[tc.index()].index() % PRIORITY_COUNT;
+        let queue = view.maps.tc_to_queue[tc.index()].index() % PRIORITY_COUNT;
         // The watchdog's drop action also drops what the stormed port receives for that queue
         // index (SONiC's ACL `MATCH_TC = queue → DROP`).
-        if self.shared.mitigation.get(p, queue.index()) == QueueMitigation::Drop {
+        if ctx.shared.mitigation.get(p, queue) == QueueMitigation::Drop {
             // Counted in the PG's packets too, as every PG drop is: SAI's DROPPED_PACKETS is a
             // subset of PACKETS, and the watchdog's RX OK is their difference.
-            counters.pg_frames[pg.index()].inc();
-            counters.pg_drops[pg.index()].inc();
-            return self.drop_frame(port, DropReason::PfcwdIngress, frame);
+            counters.pg_frames[pg].inc();
+            counters.pg_drops[pg].inc();
+            return drop_frame(counters, DropReason::PfcwdIngress, frame);
         }
         self.learn(vid, l2.src_addr.0, port, now);
         let dst = l2.dst_addr;
@@ -433,16 +681,16 @@ impl<F: Frame> Ingress<F> {
         let meta = IngressFrame {
             in_port: port,
             tc,
-            pg: pg.index(),
-            queue: queue.index(),
+            pg,
+            queue,
             vid,
             tagged: l2.vlan.is_some(),
             l3,
         };
         match unicast_to {
-            Some(out) if out == port => self.drop_frame(port, DropReason::SamePort, frame),
-            Some(out) => self.forward(now, &meta, out, frame),
-            None => self.flood(now, &meta, frame),
+            Some(out) if out == port => drop_frame(counters, DropReason::SamePort, frame),
+            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame, len),
+            None => self.flood(ctx, view, counters, now, &meta, frame),
         }
     }
 
@@ -461,128 +709,190 @@ impl<F: Frame> Ingress<F> {
         self.fdb.learn(vid, mac, port, now);
     }
 
-    fn flood(&mut self, now: Instant, meta: &IngressFrame, frame: F) {
-        let ports = self.views.len();
+    fn flood(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        meta: &IngressFrame,
+        frame: F,
+    ) {
         let mut last: Option<PortId> = None;
-        for i in 0..ports {
+        for (i, out_view) in ctx.views.iter().enumerate() {
             let out = PortId(u16::try_from(i).unwrap_or(u16::MAX));
-            if out == meta.in_port || !self.views[i].member(meta.vid) {
+            if out == meta.in_port || !out_view.member(meta.vid) {
                 continue;
             }
             if let Some(prev) = last {
                 match frame.try_clone() {
-                    Some(copy) => self.forward(now, meta, prev, copy),
-                    None => self.counters().ports[meta.in_port.index()].drops
-                        [DropReason::NoBuffer.index()]
-                    .inc(),
+                    Some(copy) => {
+                        let len = copy.len();
+                        self.forward_outlined(ctx, view, counters, now, meta, prev, copy, len);
+                    }
+                    None => counters.drops[DropReason::NoBuffer.index()].inc(),
                 }
             }
             last = Some(out);
         }
         match last {
-            Some(out) => self.forward(now, meta, out, frame),
-            None => self.drop_frame(meta.in_port, DropReason::NoDestination, frame),
+            Some(out) => {
+                let len = frame.len();
+                self.forward_outlined(ctx, view, counters, now, meta, out, frame, len);
+            }
+            None => drop_frame(counters, DropReason::NoDestination, frame),
         }
     }
 
-    /// Tags or untags for `out`, admits, enqueues.
-    fn forward(&mut self, now: Instant, m: &IngressFrame, out: PortId, mut frame: F) {
+    /// [`IngressState::forward`] as a call, for flooding: the unicast path has its own copy
+    /// inlined.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn forward_outlined(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        m: &IngressFrame,
+        out: PortId,
+        frame: F,
+        len: usize,
+    ) {
+        self.forward(ctx, view, counters, now, m, out, frame, len);
+    }
+
+    /// Tags or untags for `out`, admits, enqueues. `view` and `counters` are the receiving
+    /// port's. Always inlined into the unicast path (once per frame).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn forward(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        m: &IngressFrame,
+        out: PortId,
+        mut frame: F,
+        mut len: usize,
+    ) {
         let in_p = m.in_port.index();
         let o = out.index();
+        let pg = m.pg % PRIORITY_COUNT;
+        let q = m.queue % PRIORITY_COUNT;
         // Egress tagging (802.1Q 8.8.2: the egress port's member set decides tagged/untagged).
-        let want_tag = self.views[o].egress_tagged(m.vid);
+        let want_tag = ctx.views[o].egress_tagged(m.vid);
         let mut l3_offset = m.l3.map_or(0, |(off, _)| off);
-        if m.tagged && !want_tag {
-            if strip_vlan_tag(frame.data_mut()).is_err() || !frame.pull_front(TAG_LEN) {
-                return self.drop_frame(m.in_port, DropReason::Runt, frame);
-            }
-            l3_offset = l3_offset.saturating_sub(TAG_LEN);
-        } else if want_tag {
-            let tci = VlanTci::new(m.tc.get(), false, m.vid);
-            if m.tagged {
-                // Rewrite the TCI in place (priority tag → VLAN, PCP kept as classified).
-                frame.data_mut()[14..16].copy_from_slice(&tci.to_bits().to_be_bytes());
-            } else {
-                if !frame.push_front(TAG_LEN) {
-                    return self.drop_frame(m.in_port, DropReason::NoBuffer, frame);
-                }
-                if insert_vlan_tag(frame.data_mut(), tci).is_err() {
-                    return self.drop_frame(m.in_port, DropReason::Runt, frame);
-                }
-                if l3_offset > 0 {
-                    l3_offset += TAG_LEN;
-                }
+        if m.tagged || want_tag {
+            match retag(&mut frame, m, want_tag, &mut l3_offset) {
+                Ok(Some(new_len)) => len = new_len,
+                Ok(None) => {}
+                Err(reason) => return drop_frame(counters, reason, frame),
             }
         }
-        let len = frame.len();
-        let cells = self.cells(len);
-        let counters = &self.shared.ingress_counters[self.side];
-        let in_counters = &counters.ports[in_p];
-        in_counters.pg_frames[m.pg].inc();
-        if let Err(reason) = self.buffers.admit(in_p, m.pg, u64::from(cells)) {
-            in_counters.pg_drops[m.pg].inc();
-            return self.drop_frame(m.in_port, reason, frame);
-        }
-        if let Err(reason) = self.egress_buffers.admit(o, m.queue, u64::from(cells)) {
-            self.buffers.release(in_p, m.pg, u64::from(cells));
-            counters.ports[o].queue_admission_drops[m.queue].inc();
-            counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);
-            return self.drop_frame(m.in_port, reason, frame);
-        }
-        if self.producers[o][m.queue].is_full() {
+        let cells = self.cell.cells(len);
+        counters.pg_frames[pg].inc();
+        let admitted = match self.buffers.admit_frame(in_p, pg, u64::from(cells)) {
+            Ok(admitted) => admitted,
+            Err(reason) => {
+                counters.pg_drops[pg].inc();
+                return drop_frame(counters, reason, frame);
+            }
+        };
+        let out_counters = &ctx.counters.ports[o];
+        let queued_in = match self.egress_buffers.admit_frame(o, q, u64::from(cells)) {
+            Ok(admitted) => admitted,
+            Err(reason) => {
+                self.refuse_enqueue(in_p, pg, o, q, cells, false);
+                count_refused(out_counters, q, len);
+                return drop_frame(counters, reason, frame);
+            }
+        };
+        let producer = &mut self.producers[o][q];
+        if producer.is_full() {
             // The ring is sized from the config; reaching its end is a drop like any other.
-            self.buffers.release(in_p, m.pg, u64::from(cells));
-            self.egress_buffers.release(o, m.queue, u64::from(cells));
-            counters.ports[o].queue_admission_drops[m.queue].inc();
-            counters.ports[o].queue_admission_drop_bytes[m.queue].add(len as u64);
-            return self.drop_frame(m.in_port, DropReason::QueueRingFull, frame);
+            self.refuse_enqueue(in_p, pg, o, q, cells, true);
+            count_refused(out_counters, q, len);
+            return drop_frame(counters, DropReason::QueueRingFull, frame);
         }
         let queued = Queued {
             frame,
-            meta: FrameMeta {
-                in_port: m.in_port.0,
-                pg: u8::try_from(m.pg).unwrap_or(0),
-                l3_offset: u8::try_from(l3_offset).unwrap_or(0),
-                ipv6: m.l3.is_some_and(|(_, v6)| v6),
+            meta: FrameMeta::new(
+                m.in_port.0,
+                u8::try_from(pg).unwrap_or(0),
+                l3_offset,
+                m.l3.is_some_and(|(_, v6)| v6),
                 cells,
-                enqueued_ns: now.as_nanos(),
-            },
+                now.as_nanos(),
+            ),
         };
         // Publish the bytes before the frame: the egress side that pops it sees them counted.
-        self.shared
-            .ring_bytes_in(self.side, o, m.queue)
-            .add(len as u64);
-        let pushed = self.producers[o][m.queue].push(queued);
-        // This side is the ring's only producer and it was not full.
-        debug_assert!(pushed.is_ok());
-        // Accepted: account it and take the PFC decision for the PG.
-        in_counters.rx_tc_frames[m.tc.index()].inc();
-        in_counters.rx_tc_bytes[m.tc.index()].add(len as u64);
-        let cell = u64::from(self.cell_shift_or_size);
-        let pg_state = *self.buffers.pg(in_p, m.pg);
-        in_counters.pg_shared_watermark[m.pg].observe(pg_state.shared_used * cell);
-        in_counters.pg_headroom_watermark[m.pg].observe(pg_state.headroom_used * cell);
-        counters.ports[o].queue_watermark[m.queue]
-            .observe(self.egress_buffers.used(o, m.queue) * cell);
-        let pool = self.buffers.profile(in_p, m.pg).pool;
-        let pool_use = *self.buffers.pool_use(pool);
-        counters.pools[pool]
+        ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
+        // This side is the ring's only producer and it was not full. (Matched rather than
+        // dropped: dropping the `Result` would call its drop glue for the `Err` case.)
+        match producer.push(queued) {
+            Ok(()) => {}
+            Err(rtrb::PushError::Full(refused)) => {
+                debug_assert!(false, "a ring that was not full refused a frame");
+                drop(refused);
+            }
+        }
+        // Accepted: account it and take the PFC decision for the PG. Levels come from what the
+        // admissions returned, which is the accounting as it stands now.
+        let tc = m.tc.index() % PRIORITY_COUNT;
+        counters.rx_tc_frames[tc].inc();
+        counters.rx_tc_bytes[tc].add(len as u64);
+        let cell = u64::from(self.cell.bytes);
+        let pg_state = admitted.pg;
+        counters.pg_shared_watermark[pg].observe(pg_state.shared_used * cell);
+        counters.pg_headroom_watermark[pg].observe(pg_state.headroom_used * cell);
+        out_counters.queue_watermark[q].observe(queued_in.used * cell);
+        let pool = &ctx.counters.pools[admitted.pool];
+        pool.shared_watermark
+            .observe(admitted.pool_use.shared_used * cell);
+        pool.headroom_watermark
+            .observe(admitted.pool_use.headroom_used * cell);
+        ctx.counters.egress_pools[queued_in.pool]
             .shared_watermark
-            .observe(pool_use.shared_used * cell);
-        counters.pools[pool]
-            .headroom_watermark
-            .observe(pool_use.headroom_used * cell);
-        let egress_pool = self.egress_buffers.queue_pool(o, m.queue);
-        counters.egress_pools[egress_pool]
-            .shared_watermark
-            .observe(self.egress_buffers.pool_use(egress_pool) * cell);
-        in_counters.pg_used_bytes[m.pg].set(pg_state.total() * cell);
-        if self.views[in_p].lossless_pg[m.pg] && self.update_pg(m.in_port, m.pg) {
-            self.publish_wanted(m.in_port);
+            .observe(queued_in.pool_use * cell);
+        counters.pg_used_bytes[pg].set(pg_state.total() * cell);
+        if view.lossless_pg[pg] && self.update_pg(ctx, m.in_port, pg) {
+            self.publish_wanted(ctx, m.in_port);
         }
     }
 
-    fn handle_mac_control(&mut self, now: Instant, port: PortId, l2: &L2Header, frame: F) {
+    /// Undoes the admissions of a frame that cannot be enqueued after all: its PG's cells (the
+    /// PG is re-evaluated with the next pull of releases) and, if `queue_admitted`, the egress
+    /// queue's. Kept out of line: the per-frame path only needs the call on a refusal.
+    #[inline(never)]
+    fn refuse_enqueue(
+        &mut self,
+        in_p: usize,
+        pg: usize,
+        o: usize,
+        q: usize,
+        cells: u32,
+        queue_admitted: bool,
+    ) {
+        self.buffers.release(in_p, pg, u64::from(cells));
+        self.pending_eval[in_p] |= 1 << pg;
+        if queue_admitted {
+            self.egress_buffers.release(o, q, u64::from(cells));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_mac_control(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        l2: &L2Header,
+        frame: F,
+    ) {
         let p = port.index();
         // MAC Control frames are untagged (802.3 31.4); a tagged one is malformed.
         let parsed = if l2.vlan.is_some() {
@@ -590,12 +900,8 @@ impl<F: Frame> Ingress<F> {
         } else {
             MacControlFrame::new_checked(frame.data()).and_then(|f| MacControlRepr::parse(&f))
         };
-        let (pfc_enable, pause_802_3x, speed_bps) = {
-            let v = &self.views[p];
-            (v.pfc_enable, v.pause_802_3x, v.speed_bps)
-        };
-        let shared = Arc::clone(&self.shared);
-        let counters = &shared.ingress_counters[self.side].ports[p];
+        let (pfc_enable, pause_802_3x, speed_bps) =
+            (view.pfc_enable, view.pause_802_3x, view.speed_bps);
         match parsed {
             Ok(MacControlRepr::Pfc(pfc)) => {
                 for prio in Priority::ALL {
@@ -610,14 +916,14 @@ impl<F: Frame> Ingress<F> {
                     }
                     // 802.1Qbb 36.1.3.3: pause for quanta × 512 bit times at the port's speed.
                     let duration = quanta_to_nanos(quanta, speed_bps);
-                    self.shared.pfc.handle_pause(p, prio, now, duration);
-                    self.count_rate(now, port, prio);
+                    ctx.shared.pfc.handle_pause(p, prio, now, duration);
+                    self.count_rate(ctx, now, port, prio);
                 }
             }
             Ok(MacControlRepr::Pause(pause)) => {
                 counters.pause_rx.inc();
                 if pause_802_3x {
-                    self.shared.pfc.handle_port_pause(
+                    ctx.shared.pfc.handle_port_pause(
                         p,
                         now,
                         quanta_to_nanos(pause.pause_quanta, speed_bps),
@@ -625,14 +931,14 @@ impl<F: Frame> Ingress<F> {
                 }
             }
             Ok(MacControlRepr::Unknown { .. }) => counters.mac_control_unknown_rx.inc(),
-            Err(_) => return self.drop_frame(port, DropReason::MacControlMalformed, frame),
+            Err(_) => return drop_frame(counters, DropReason::MacControlMalformed, frame),
         }
         // Acted on; a MAC Control frame is never forwarded (802.3 31.5).
         drop(frame);
     }
 
-    fn count_rate(&mut self, now: Instant, port: PortId, prio: Priority) {
-        let threshold = u64::from(self.shared.params.storm_alarm_frames_per_second);
+    fn count_rate(&mut self, ctx: &Ctx<'_>, now: Instant, port: PortId, prio: Priority) {
+        let threshold = u64::from(ctx.shared.params.storm_alarm_frames_per_second);
         let w = &mut self.rate[port.index()][prio.index()];
         let now_ns = now.as_nanos();
         if now_ns.saturating_sub(w.start_ns) >= RATE_WINDOW_NS {
@@ -640,7 +946,7 @@ impl<F: Frame> Ingress<F> {
             if w.alarmed && !was_high {
                 w.alarmed = false;
                 self.alarms_active -= 1;
-                self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
+                ctx.shared.ingress_events[self.side].push(Event::PfcRateNormal {
                     port,
                     priority: prio,
                     at: now,
@@ -653,7 +959,7 @@ impl<F: Frame> Ingress<F> {
         if threshold > 0 && w.frames > threshold && !w.alarmed {
             w.alarmed = true;
             self.alarms_active += 1;
-            self.shared.ingress_events[self.side].push(Event::PfcRateHigh {
+            ctx.shared.ingress_events[self.side].push(Event::PfcRateHigh {
                 port,
                 priority: prio,
                 frames_per_second: w.frames,
@@ -662,11 +968,11 @@ impl<F: Frame> Ingress<F> {
         }
     }
 
-    fn roll_rate_windows(&mut self, now: Instant) {
+    fn roll_rate_windows(&mut self, ctx: &Ctx<'_>, now: Instant) {
         if self.alarms_active == 0 {
             return;
         }
-        let threshold = u64::from(self.shared.params.storm_alarm_frames_per_second);
+        let threshold = u64::from(ctx.shared.params.storm_alarm_frames_per_second);
         for &port in &self.owned {
             for prio in Priority::ALL {
                 let w = &mut self.rate[port.index()][prio.index()];
@@ -680,7 +986,7 @@ impl<F: Frame> Ingress<F> {
                         self.alarms_active -= 1;
                         w.frames = 0;
                         w.start_ns = now.as_nanos();
-                        self.shared.ingress_events[self.side].push(Event::PfcRateNormal {
+                        ctx.shared.ingress_events[self.side].push(Event::PfcRateNormal {
                             port,
                             priority: prio,
                             at: now,
@@ -689,18 +995,6 @@ impl<F: Frame> Ingress<F> {
                 }
             }
         }
-    }
-
-    /// Checks every accounting invariant of this side.
-    pub fn check_invariants(&self) {
-        self.buffers.check_invariants();
-        self.egress_buffers.check_invariants();
-    }
-
-    /// Counters of one port as this side keeps them.
-    #[must_use]
-    pub fn port_counters(&self, port: PortId) -> &IngressPortCounters {
-        &self.counters().ports[port.index()]
     }
 }
 
@@ -744,4 +1038,31 @@ fn classify(view: &PortView, l2: &L2Header, data: &[u8]) -> (TrafficClass, Optio
         },
     };
     (tc, l3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameMeta;
+
+    #[test]
+    fn frame_meta_is_sixteen_bytes_and_keeps_what_it_is_given() {
+        assert_eq!(size_of::<FrameMeta>(), 16);
+        let m = FrameMeta::new(7, 3, 22, true, 6, 1_000);
+        assert_eq!(
+            (
+                m.in_port,
+                m.pg,
+                m.l3_offset(),
+                m.ipv6(),
+                m.cells,
+                m.enqueued_ns
+            ),
+            (7, 3, 22, true, 6, 1_000)
+        );
+        let m = FrameMeta::new(0, 0, 14, false, 1, 0);
+        assert_eq!((m.l3_offset(), m.ipv6()), (14, false));
+        // Beyond 7 bits the offset cannot be kept: recorded as not IP (never ECN-marked).
+        let m = FrameMeta::new(0, 0, 200, true, 1, 0);
+        assert_eq!((m.l3_offset(), m.ipv6()), (0, false));
+    }
 }

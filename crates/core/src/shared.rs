@@ -175,6 +175,27 @@ impl Releases {
             + q]
     }
 
+    /// The eight PG release counters of `port` kept by `egress_side`, as one block: the ingress
+    /// side's sync reads a port's PGs with one bounds check instead of eight.
+    #[inline]
+    pub(crate) fn pg_block(&self, egress_side: usize, port: usize) -> &[Counter; PRIORITY_COUNT] {
+        block(&self.pg, egress_side * self.ports + port)
+    }
+
+    /// The eight queue release counters of `port` kept by `egress_side` for `ingress_side`.
+    #[inline]
+    pub(crate) fn queue_block(
+        &self,
+        egress_side: usize,
+        ingress_side: usize,
+        port: usize,
+    ) -> &[Counter; PRIORITY_COUNT] {
+        block(
+            &self.queue,
+            (egress_side * self.ingress_sides + ingress_side) * self.ports + port,
+        )
+    }
+
     #[inline]
     pub(crate) fn generation(&self, egress_side: usize) -> &Counter {
         &self.generation[egress_side]
@@ -183,6 +204,15 @@ impl Releases {
     pub(crate) fn egress_sides(&self) -> usize {
         self.generation.len()
     }
+}
+
+/// Block `i` of eight consecutive counters.
+#[inline]
+fn block(counters: &[Counter], i: usize) -> &[Counter; PRIORITY_COUNT] {
+    let start = i * PRIORITY_COUNT;
+    counters[start..start + PRIORITY_COUNT]
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("a range of PRIORITY_COUNT counters"))
 }
 
 /// Everything the sides of one switch share.
@@ -202,12 +232,12 @@ pub struct Shared {
     pub ingress_counters: Vec<IngressCounters>,
     /// Counters per egress side.
     pub egress_counters: Vec<EgressCounters>,
-    /// `[ingress side][port][queue]`: bytes pushed into the ring towards the queue (ingress
+    /// `[ingress side × port][queue]`: bytes pushed into the ring towards the queue (ingress
     /// writes, egress reads to know the queue depth).
-    ring_bytes_in: Vec<Counter>,
-    /// `[ingress side][port][queue]`: bytes taken out of that ring (egress writes; the control
+    ring_bytes_in: Vec<[Counter; PRIORITY_COUNT]>,
+    /// `[ingress side × port][queue]`: bytes taken out of that ring (egress writes; the control
     /// plane reads the live depth as in − out).
-    ring_bytes_out: Vec<Counter>,
+    ring_bytes_out: Vec<[Counter; PRIORITY_COUNT]>,
     pub(crate) releases: Releases,
     pub(crate) ingress_pools: Arc<PoolBoard>,
     pub(crate) egress_pools: Arc<PoolBoard>,
@@ -250,12 +280,8 @@ impl Shared {
                     watchdog: (0..ports).map(|_| Default::default()).collect(),
                 })
                 .collect(),
-            ring_bytes_in: (0..ins * ports * PRIORITY_COUNT)
-                .map(|_| Counter::default())
-                .collect(),
-            ring_bytes_out: (0..ins * ports * PRIORITY_COUNT)
-                .map(|_| Counter::default())
-                .collect(),
+            ring_bytes_in: (0..ins * ports).map(|_| Default::default()).collect(),
+            ring_bytes_out: (0..ins * ports).map(|_| Default::default()).collect(),
             releases: Releases::new(outs, ins, ports),
             ingress_pools: PoolBoard::new(ins, pools),
             egress_pools: PoolBoard::new(ins, pools),
@@ -269,14 +295,14 @@ impl Shared {
     /// Bytes ingress side `side` has pushed towards `(port, queue)` since start.
     #[inline]
     pub(crate) fn ring_bytes_in(&self, side: usize, port: usize, queue: usize) -> &Counter {
-        &self.ring_bytes_in[(side * self.params.ports.len() + port) * PRIORITY_COUNT + queue]
+        &self.ring_bytes_in[side * self.params.ports.len() + port][queue % PRIORITY_COUNT]
     }
 
     /// Bytes the egress side has taken out of ingress side `side`'s ring towards
     /// `(port, queue)` since start.
     #[inline]
     pub(crate) fn ring_bytes_out(&self, side: usize, port: usize, queue: usize) -> &Counter {
-        &self.ring_bytes_out[(side * self.params.ports.len() + port) * PRIORITY_COUNT + queue]
+        &self.ring_bytes_out[side * self.params.ports.len() + port][queue % PRIORITY_COUNT]
     }
 
     /// Bytes waiting in `(port, queue)` now, over every ingress side's ring.

@@ -47,10 +47,21 @@ pub fn probability_scaled(w: &WredParams, depth_bytes: u64) -> u64 {
     if depth_bytes > w.max_threshold_bytes {
         return ONE;
     }
-    let span = u128::from(w.max_threshold_bytes - w.min_threshold_bytes);
-    let above = u128::from(depth_bytes - w.min_threshold_bytes);
-    // span > 0 here: depth is in (min, max], so max > min.
-    let p = above * u128::from(w.probability_percent) * u128::from(ONE) / (span * 100);
+    let span = w.max_threshold_bytes - w.min_threshold_bytes;
+    let above = depth_bytes - w.min_threshold_bytes;
+    // span > 0 here: depth is in (min, max], so max > min. The same quotient in u64 when the
+    // operands fit (depths below 42 MB): a u128 division is a library call, per marked queue's
+    // every frame.
+    if let (Some(scaled), Some(divisor)) = (
+        above.checked_mul(u64::from(w.probability_percent)),
+        span.checked_mul(100),
+    ) {
+        if scaled < ONE {
+            return (scaled << 32) / divisor;
+        }
+    }
+    let p = u128::from(above) * u128::from(w.probability_percent) * u128::from(ONE)
+        / (u128::from(span) * 100);
     u64::try_from(p).unwrap_or(ONE)
 }
 
@@ -107,6 +118,43 @@ mod tests {
         assert_eq!(probability_scaled(&w, 30_000), (1u64 << 32) / 10); // half way: 10 %
         assert_eq!(probability_scaled(&w, 50_000), (1u64 << 32) / 5);
         assert_eq!(probability_scaled(&w, 50_001), 1 << 32);
+    }
+
+    #[test]
+    fn probability_is_the_exact_quotient_at_any_depth() {
+        // The u64 shortcut must give the u128 formula's value bit for bit (decisions compare a
+        // random draw with it).
+        let reference = |w: &WredParams, depth: u64| {
+            let p = u128::from(depth - w.min_threshold_bytes)
+                * u128::from(w.probability_percent)
+                * (1u128 << 32)
+                / (u128::from(w.max_threshold_bytes - w.min_threshold_bytes) * 100);
+            u64::try_from(p).unwrap_or(1 << 32)
+        };
+        for (min, max) in [
+            (0u64, 512),
+            (10_000, 50_000),
+            (1, 3),
+            (0, 1 << 40),
+            (5, u64::MAX / 3),
+        ] {
+            for pct in [1u8, 7, 30, 99, 100] {
+                let w = WredParams {
+                    probability_percent: pct,
+                    min_threshold_bytes: min,
+                    max_threshold_bytes: max,
+                    ..profile(pct)
+                };
+                let span = max - min;
+                for depth in [min + 1, min + span / 3, min + span / 2 + 1, max - 1, max] {
+                    assert_eq!(
+                        probability_scaled(&w, depth),
+                        reference(&w, depth),
+                        "min {min} max {max} pct {pct} depth {depth}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
