@@ -10,7 +10,7 @@
 
 use headroom_core::counters::{delay_bucket_floor, DropReason, DELAY_BUCKETS};
 use headroom_core::stats::{PortStats, QueueStats};
-use headroom_runtime::control::ControlPlane;
+use headroom_runtime::control::{ControlPlane, WatchdogTotals};
 use headroom_runtime::Running;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -387,30 +387,32 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             h,
         );
     }
+    // The stormed state is the running dataplane's; the storm counts are totals since start,
+    // carried over reconfigurations like every counter (monotonic for `rate()`).
     type WatchdogMetric = (
         &'static str,
         &'static str,
         &'static str,
-        fn(&headroom_core::shared::WatchdogStats) -> u64,
+        fn(&headroom_core::shared::WatchdogStats, &WatchdogTotals) -> u64,
     );
     let watchdog: [WatchdogMetric; 3] = [
         (
             "headroom_pfcwd_stormed",
             "gauge",
             "1 while the PFC watchdog holds the queue as stormed.",
-            |w| w.stormed.get(),
+            |w, _| w.stormed.get(),
         ),
         (
             "headroom_pfcwd_storms_detected_total",
             "counter",
             "Storms the PFC watchdog detected on the queue.",
-            |w| w.detected.get(),
+            |_, t| t.detected,
         ),
         (
             "headroom_pfcwd_storms_restored_total",
             "counter",
             "Storms the PFC watchdog restored on the queue.",
-            |w| w.restored.get(),
+            |_, t| t.restored,
         ),
     ];
     for (metric, kind, help, read) in watchdog {
@@ -421,7 +423,10 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
                 o.sample(
                     metric,
                     &[("port", name), ("queue", &prio[q])],
-                    read(&shared.egress_counters[side].watchdog[p][q]),
+                    read(
+                        &shared.egress_counters[side].watchdog[p][q],
+                        &control.pfcwd_totals(shared, p, q),
+                    ),
                 );
             }
         }

@@ -30,6 +30,79 @@ const WATERMARK_POLL: Duration = Duration::from_millis(500);
 /// Most requests served per [`ControlPlane::poll`] (bounded work per call).
 const REQUESTS_PER_POLL: usize = 16;
 
+/// The PFC watchdog's statistics of one queue as plain numbers (SONiC's
+/// `PFC_WD_QUEUE_STATS_*`): read from a dataplane's atomics, carried over reconfigurations and
+/// snapshotted by `clear counters` like every other counter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WatchdogTotals {
+    /// Storms detected.
+    pub detected: u64,
+    /// Storms restored.
+    pub restored: u64,
+    /// Frames the queue sent while stormed.
+    pub tx_ok: u64,
+    /// Frames the queue dropped while stormed.
+    pub tx_drop: u64,
+    /// Frames the port's PG of the same index admitted while stormed.
+    pub rx_ok: u64,
+    /// Frames the port's PG of the same index dropped while stormed.
+    pub rx_drop: u64,
+    /// `[tx_ok, tx_drop, rx_ok, rx_drop]` of the last storm.
+    pub last: [u64; 4],
+}
+
+impl WatchdogTotals {
+    fn read(w: &headroom_core::shared::WatchdogStats) -> Self {
+        Self {
+            detected: w.detected.get(),
+            restored: w.restored.get(),
+            tx_ok: w.tx_ok.get(),
+            tx_drop: w.tx_drop.get(),
+            rx_ok: w.rx_ok.get(),
+            rx_drop: w.rx_drop.get(),
+            last: [
+                w.last_tx_ok.get(),
+                w.last_tx_drop.get(),
+                w.last_rx_ok.get(),
+                w.last_rx_drop.get(),
+            ],
+        }
+    }
+
+    /// `self` (a replaced dataplane's totals) followed by `later` (the next dataplane's): the
+    /// counts add up; the last storm is the later one's if it saw any.
+    fn then(&self, later: &Self) -> Self {
+        Self {
+            detected: self.detected + later.detected,
+            restored: self.restored + later.restored,
+            tx_ok: self.tx_ok + later.tx_ok,
+            tx_drop: self.tx_drop + later.tx_drop,
+            rx_ok: self.rx_ok + later.rx_ok,
+            rx_drop: self.rx_drop + later.rx_drop,
+            last: if later.detected > 0 {
+                later.last
+            } else {
+                self.last
+            },
+        }
+    }
+
+    /// What was counted since the snapshot `cleared`; the last storm only if one was detected
+    /// since (SONiC's clear of the watchdog statistics zeroes the last-storm values too).
+    fn since(&self, cleared: &Self) -> Self {
+        let detected = self.detected.saturating_sub(cleared.detected);
+        Self {
+            detected,
+            restored: self.restored.saturating_sub(cleared.restored),
+            tx_ok: self.tx_ok.saturating_sub(cleared.tx_ok),
+            tx_drop: self.tx_drop.saturating_sub(cleared.tx_drop),
+            rx_ok: self.rx_ok.saturating_sub(cleared.rx_ok),
+            rx_drop: self.rx_drop.saturating_sub(cleared.rx_drop),
+            last: if detected > 0 { self.last } else { [0; 4] },
+        }
+    }
+}
+
 /// Per-port watermark views, bytes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PortMarks {
@@ -116,6 +189,10 @@ pub struct ControlPlane {
     capture_flags_stale: bool,
     /// `[port][queue][bucket]`: queueing-delay histograms of replaced dataplanes (empty: 0).
     delay_base: Vec<Vec<Vec<u64>>>,
+    /// `[port][queue]`: PFC watchdog statistics of replaced dataplanes.
+    pfcwd_base: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
+    /// `[port][queue]`: PFC watchdog totals at the last `clear counters`.
+    pfcwd_cleared: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
 }
 
 impl Drop for ControlPlane {
@@ -185,6 +262,8 @@ impl ControlPlane {
             alarms: vec![[false; PRIORITY_COUNT]; ports],
             capture_flags_stale: false,
             delay_base: vec![Vec::new(); ports],
+            pfcwd_base: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
+            pfcwd_cleared: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             config,
         })
     }
@@ -259,6 +338,17 @@ impl ControlPlane {
     #[must_use]
     pub fn visible_stats(&self, running: &Running, port: usize) -> PortStats {
         self.total_stats(running, port).minus(&self.cleared[port])
+    }
+
+    /// The PFC watchdog statistics of `(port, queue)` since start (carried over
+    /// reconfigurations), before any clear: what Prometheus exports.
+    #[must_use]
+    pub fn pfcwd_totals(&self, shared: &Shared, port: usize, queue: usize) -> WatchdogTotals {
+        let side = shared.layout.egress_side_of_port[port];
+        let now = WatchdogTotals::read(&shared.egress_counters[side].watchdog[port][queue]);
+        self.pfcwd_base
+            .get(port)
+            .map_or(now, |base| base[queue].then(&now))
     }
 
     /// The queueing-delay histogram of `(port, queue)` since start (carried over
@@ -547,25 +637,27 @@ impl ControlPlane {
                 if !watched {
                     continue;
                 }
-                let w = &shared.egress_counters[side].watchdog[p][q];
+                let w = self
+                    .pfcwd_totals(shared, p, q)
+                    .since(&self.pfcwd_cleared[p][q]);
                 rows.push(PfcwdStatsRow {
                     queue: format!("{}:{q}", port.name),
-                    status: if w.stormed.get() == 1 {
+                    status: if shared.egress_counters[side].watchdog[p][q].stormed.get() == 1 {
                         "stormed"
                     } else {
                         "operational"
                     }
                     .into(),
-                    storm_detected: w.detected.get(),
-                    storm_restored: w.restored.get(),
-                    tx_ok: w.tx_ok.get(),
-                    tx_drop: w.tx_drop.get(),
-                    rx_ok: w.rx_ok.get(),
-                    rx_drop: w.rx_drop.get(),
-                    tx_last_ok: w.last_tx_ok.get(),
-                    tx_last_drop: w.last_tx_drop.get(),
-                    rx_last_ok: w.last_rx_ok.get(),
-                    rx_last_drop: w.last_rx_drop.get(),
+                    storm_detected: w.detected,
+                    storm_restored: w.restored,
+                    tx_ok: w.tx_ok,
+                    tx_drop: w.tx_drop,
+                    rx_ok: w.rx_ok,
+                    rx_drop: w.rx_drop,
+                    tx_last_ok: w.last[0],
+                    tx_last_drop: w.last[1],
+                    rx_last_ok: w.last[2],
+                    rx_last_drop: w.last[3],
                 });
             }
         }
@@ -640,6 +732,9 @@ impl ControlPlane {
                 for p in 0..self.config.ports.len() {
                     self.cleared[p] = self.total_stats(running, p);
                     self.cleared_backend[p] = running.backend_stats(port_id(p));
+                    for q in 0..PRIORITY_COUNT {
+                        self.pfcwd_cleared[p][q] = self.pfcwd_totals(running.shared(), p, q);
+                    }
                 }
                 tracing::info!("counters cleared");
             }
@@ -797,6 +892,11 @@ impl ControlPlane {
         for p in 0..self.config.ports.len() {
             let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
             self.base[p] = self.base[p].plus(&last);
+            // A storm still in progress ends with the old dataplane without a restoration;
+            // if it persists, the new dataplane detects it again after its detection time.
+            for q in 0..PRIORITY_COUNT {
+                self.pfcwd_base[p][q] = self.pfcwd_totals(old, p, q);
+            }
             let side = old.layout.egress_side_of_port[p];
             let old_queues = &old.egress_counters[side].ports[p].queue_delay_buckets;
             let base = &mut self.delay_base[p];
@@ -839,6 +939,8 @@ impl ControlPlane {
         self.cleared = remap(&self.cleared, &port_map);
         self.alarms = remap(&self.alarms, &port_map);
         self.delay_base = remap(&self.delay_base, &port_map);
+        self.pfcwd_base = remap(&self.pfcwd_base, &port_map);
+        self.pfcwd_cleared = remap(&self.pfcwd_cleared, &port_map);
         for marks in [&mut self.user_marks, &mut self.persistent_marks] {
             marks.ports = remap(&marks.ports, &port_map);
             marks.pools = remap(&marks.pools, &pool_map);

@@ -8,7 +8,7 @@ use control_harness::{
     config_text, ecn_of, parse_pfc, pfc_frame, start_capture, udp_frame, Switch, A, C,
 };
 use headroom_runtime::protocol::{
-    Change, PfcCounters, PfcwdStatsRow, QueueCounters, Request, Show, Snapshot,
+    Change, Clear, PfcCounters, PfcwdStatsRow, QueueCounters, Request, Show, Snapshot,
 };
 use std::time::Duration;
 
@@ -244,5 +244,76 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     // Traffic flows again.
     sw.inject(0, &udp_frame(A, C, 3, 0, LEN));
     assert_eq!(sw.collect(1, 1).len(), 1);
+
+    // A reconfiguration (drained restart): the watchdog's statistics carry over, like every
+    // counter, in the view and in the totals Prometheus exports.
+    let r = sw.request(&Request::Set {
+        change: Change::Key {
+            key: "port.Ethernet0.pfc_quanta".into(),
+            value: "4096".into(),
+        },
+    });
+    assert!(r.ok, "{:?}", r.error);
+    assert_eq!(sw.restarts, 1);
+    assert_eq!(stats(&mut sw), restored, "carried over the reconfiguration");
+    let totals = sw.control.pfcwd_totals(sw.running().shared(), 1, 3);
+    assert_eq!(
+        (
+            totals.detected,
+            totals.restored,
+            totals.tx_drop,
+            totals.last[1]
+        ),
+        (1, 1, 5, 5)
+    );
+
+    // `clear counters` zeroes the view, the last storm included; the totals keep counting.
+    assert!(
+        sw.request(&Request::Clear {
+            what: Clear::Counters
+        })
+        .ok
+    );
+    let cleared = stats(&mut sw);
+    assert_eq!(
+        (
+            cleared.status.as_str(),
+            cleared.storm_detected,
+            cleared.storm_restored,
+            cleared.tx_drop,
+            cleared.tx_last_drop
+        ),
+        ("operational", 0, 0, 0, 0)
+    );
+    assert_eq!(
+        sw.control
+            .pfcwd_totals(sw.running().shared(), 1, 3)
+            .detected,
+        1
+    );
+
+    // A second storm on the new dataplane: exact deltas since the clear, 3 frames dropped.
+    sw.learn_c();
+    sw.inject(1, &pfc_frame(C, 0b1000, 0xffff));
+    for _ in 0..3 {
+        sw.inject(0, &udp_frame(A, C, 3, 0, LEN));
+    }
+    sw.wait_for("the second storm's drops", |sw| {
+        sw.inject(1, &pfc_frame(C, 0b1000, 0xffff));
+        std::thread::sleep(Duration::from_millis(2));
+        let s = stats(sw);
+        s.status == "stormed" && s.tx_drop == 3
+    });
+    let second = stats(&mut sw);
+    assert_eq!(
+        (
+            second.storm_detected,
+            second.storm_restored,
+            second.tx_last_drop
+        ),
+        (1, 0, 3)
+    );
+    let totals = sw.control.pfcwd_totals(sw.running().shared(), 1, 3);
+    assert_eq!((totals.detected, totals.tx_drop), (2, 8), "since start");
     sw.stop();
 }
