@@ -2,7 +2,11 @@
 //!
 //! A fixed-size open-addressing table allocated once; learning and lookup probe at most
 //! [`PROBE_LIMIT`] slots, so both are bounded and allocation-free. Aged entries are treated as
-//! absent and their slots are reused by later learning.
+//! absent and their slots are reused by later learning; flushed entries become tombstones (they
+//! keep probe chains intact and are reused the same way).
+//!
+//! With several ingress sides each keeps its own table; [`Fdb::learn_remote`] applies what the
+//! other sides learned (newest wins), see [`crate::fdb_sync`].
 
 use crate::time::Instant;
 use crate::types::PortId;
@@ -10,11 +14,19 @@ use crate::types::PortId;
 /// Most slots a lookup or a learn visits.
 pub const PROBE_LIMIT: usize = 16;
 
+/// The key of a flushed slot: never a real key (VIDs have 12 bits), not 0 so that probe chains
+/// through it stay intact.
+const TOMBSTONE: u64 = u64::MAX;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Slot {
-    /// `vid << 48 | mac`; 0 marks a never-used slot (VID 0 is never learned).
+    /// `vid << 48 | mac`; 0 marks a never-used slot (VID 0 is never learned), [`TOMBSTONE`] a
+    /// flushed one.
     key: u64,
     port: u16,
+    /// The other ingress sides may not know the latest learn of this station (its publication
+    /// found a full ring): publish it at the next learn. Fits in the slot's padding.
+    sync_pending: bool,
     last_seen_ns: u64,
 }
 
@@ -22,7 +34,12 @@ struct Slot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Learned {
     /// Already known on this port; its age was refreshed.
-    Refreshed,
+    Refreshed {
+        /// When it was last seen before.
+        previous: Instant,
+        /// Its last publication to the other ingress sides failed (see [`Fdb::set_sync_pending`]).
+        sync_pending: bool,
+    },
     /// A new entry.
     New,
     /// Known on another port before: the station moved.
@@ -32,6 +49,9 @@ pub enum Learned {
     },
     /// No free slot within the probe limit: not learned.
     TableFull,
+    /// Known from a later observation than `now` (another ingress side heard the station after
+    /// this side read its clock): unchanged, the newest wins.
+    Superseded,
 }
 
 /// A MAC table entry as the control plane lists it.
@@ -61,6 +81,18 @@ fn key(vid: u16, mac: [u8; 6]) -> u64 {
     u64::from(vid & 0x0FFF) << 48 | mac_bits
 }
 
+/// Tombstones a used slot last seen at or before `until`; marks it sync-pending otherwise.
+fn forget_until(slot: &mut Slot, until: Instant) {
+    if slot.last_seen_ns <= until.as_nanos() {
+        *slot = Slot {
+            key: TOMBSTONE,
+            ..Slot::default()
+        };
+    } else {
+        slot.sync_pending = true;
+    }
+}
+
 fn hash(key: u64) -> usize {
     // Fibonacci hashing: multiply by 2^64 / φ and keep the high bits.
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize
@@ -80,53 +112,151 @@ impl Fdb {
         }
     }
 
-    fn live(&self, slot: &Slot, now: Instant) -> bool {
-        slot.key != 0 && now.as_nanos().saturating_sub(slot.last_seen_ns) < self.aging_ns
+    /// Seen within the aging time (whatever the slot holds).
+    #[inline]
+    fn fresh(&self, last_seen_ns: u64, now: Instant) -> bool {
+        now.as_nanos().saturating_sub(last_seen_ns) < self.aging_ns
     }
 
-    /// Learns that `mac` in `vid` is reachable through `port`.
-    pub fn learn(&mut self, vid: u16, mac: [u8; 6], port: PortId, now: Instant) -> Learned {
-        let k = key(vid, mac);
+    /// Holds a station that has not aged out.
+    #[inline]
+    fn live(&self, slot: &Slot, now: Instant) -> bool {
+        slot.key != 0 && slot.key != TOMBSTONE && self.fresh(slot.last_seen_ns, now)
+    }
+
+    /// The slot holding `k` if it is within the probe limit, else the first reusable slot on the
+    /// probe path (`Err(None)` if there is none).
+    #[inline]
+    fn find(&self, k: u64, now: Instant) -> Result<usize, Option<usize>> {
         let start = hash(k);
         let mut free = None;
         for i in 0..PROBE_LIMIT {
             let idx = (start + i) & self.mask;
-            let slot = self.slots[idx];
+            let slot = &self.slots[idx];
             if slot.key == k {
-                let was = PortId(slot.port);
-                let alive = self.live(&slot, now);
-                self.slots[idx] = Slot {
-                    key: k,
-                    port: port.0,
-                    last_seen_ns: now.as_nanos(),
-                };
-                return if !alive {
-                    Learned::New
-                } else if was == port {
-                    Learned::Refreshed
-                } else {
-                    Learned::Moved { from: was }
-                };
+                return Ok(idx);
             }
-            if free.is_none() && !self.live(&slot, now) {
+            if free.is_none() && !self.live(slot, now) {
                 free = Some(idx);
             }
             if slot.key == 0 {
                 break;
             }
         }
-        let Some(idx) = free else {
-            return Learned::TableFull;
-        };
+        Err(free)
+    }
+
+    /// Writes a new station into the reusable slot `idx`.
+    fn occupy(&mut self, idx: usize, slot: Slot) {
         if self.slots[idx].key == 0 {
             self.entries += 1;
         }
-        self.slots[idx] = Slot {
+        self.slots[idx] = slot;
+    }
+
+    /// Learns that `mac` in `vid` is reachable through `port`.
+    pub fn learn(&mut self, vid: u16, mac: [u8; 6], port: PortId, now: Instant) -> Learned {
+        let k = key(vid, mac);
+        let fresh_slot = Slot {
             key: k,
             port: port.0,
+            sync_pending: false,
             last_seen_ns: now.as_nanos(),
         };
-        Learned::New
+        match self.find(k, now) {
+            Ok(idx) => {
+                let slot = self.slots[idx];
+                // Only an update from another side can be newer than `now`.
+                if slot.last_seen_ns > now.as_nanos() {
+                    return Learned::Superseded;
+                }
+                self.slots[idx] = fresh_slot;
+                if !self.fresh(slot.last_seen_ns, now) {
+                    Learned::New
+                } else if slot.port == port.0 {
+                    Learned::Refreshed {
+                        previous: Instant::from_nanos(slot.last_seen_ns),
+                        sync_pending: slot.sync_pending,
+                    }
+                } else {
+                    Learned::Moved {
+                        from: PortId(slot.port),
+                    }
+                }
+            }
+            Err(Some(idx)) => {
+                self.occupy(idx, fresh_slot);
+                Learned::New
+            }
+            Err(None) => Learned::TableFull,
+        }
+    }
+
+    /// Applies what another ingress side learned: `mac` in `vid` was heard on `port` at `seen`.
+    /// The newest knowledge wins: nothing changes (`None`) if this table heard of the station at
+    /// `seen` or later, or if `seen` is already older than the aging time.
+    pub fn learn_remote(
+        &mut self,
+        vid: u16,
+        mac: [u8; 6],
+        port: PortId,
+        seen: Instant,
+        now: Instant,
+    ) -> Option<Learned> {
+        if !self.fresh(seen.as_nanos(), now) {
+            return None;
+        }
+        let k = key(vid, mac);
+        let remote = Slot {
+            key: k,
+            port: port.0,
+            sync_pending: false,
+            last_seen_ns: seen.as_nanos(),
+        };
+        match self.find(k, now) {
+            Ok(idx) => {
+                let slot = self.slots[idx];
+                let alive = self.fresh(slot.last_seen_ns, now);
+                if alive && slot.last_seen_ns >= seen.as_nanos() {
+                    return None;
+                }
+                self.slots[idx] = remote;
+                Some(if !alive {
+                    Learned::New
+                } else if slot.port == port.0 {
+                    Learned::Refreshed {
+                        previous: Instant::from_nanos(slot.last_seen_ns),
+                        sync_pending: slot.sync_pending,
+                    }
+                } else {
+                    Learned::Moved {
+                        from: PortId(slot.port),
+                    }
+                })
+            }
+            Err(Some(idx)) => {
+                self.occupy(idx, remote);
+                Some(Learned::New)
+            }
+            Err(None) => Some(Learned::TableFull),
+        }
+    }
+
+    /// Marks (or clears) that the other ingress sides may not know the latest learn of `mac` in
+    /// `vid`; the next [`Fdb::learn`] reports it in [`Learned::Refreshed`].
+    pub fn set_sync_pending(&mut self, vid: u16, mac: [u8; 6], pending: bool) {
+        let k = key(vid, mac);
+        let start = hash(k);
+        for i in 0..PROBE_LIMIT {
+            let slot = &mut self.slots[(start + i) & self.mask];
+            if slot.key == k {
+                slot.sync_pending = pending;
+                return;
+            }
+            if slot.key == 0 {
+                return;
+            }
+        }
     }
 
     /// The port `mac` in `vid` was learned on, unless unknown or aged out.
@@ -138,7 +268,9 @@ impl Fdb {
         for i in 0..PROBE_LIMIT {
             let slot = &self.slots[(start + i) & self.mask];
             if slot.key == k {
-                return self.live(slot, now).then_some(PortId(slot.port));
+                return self
+                    .fresh(slot.last_seen_ns, now)
+                    .then_some(PortId(slot.port));
             }
             if slot.key == 0 {
                 return None;
@@ -149,11 +281,16 @@ impl Fdb {
 
     /// Forgets every station learned on `port` (link down, reconfiguration).
     pub fn flush_port(&mut self, port: PortId) {
+        self.flush_port_until(port, Instant::from_nanos(u64::MAX));
+    }
+
+    /// Forgets the stations learned on `port` that were last seen at or before `until` (a flush
+    /// that reached this table late keeps what was learned after it). Those kept are marked
+    /// sync-pending: the side that flushed forgot them, so their next learn publishes them again.
+    pub fn flush_port_until(&mut self, port: PortId, until: Instant) {
         for s in &mut self.slots {
-            if s.key != 0 && s.port == port.0 {
-                // Keep the key so probe chains stay intact; age it out.
-                s.last_seen_ns = 0;
-                s.port = u16::MAX;
+            if s.key != 0 && s.key != TOMBSTONE && s.port == port.0 {
+                forget_until(s, until);
             }
         }
     }
@@ -164,11 +301,20 @@ impl Fdb {
         self.entries = 0;
     }
 
+    /// Forgets every station last seen at or before `until` (see [`Fdb::flush_port_until`]).
+    pub fn flush_until(&mut self, until: Instant) {
+        for s in &mut self.slots {
+            if s.key != 0 && s.key != TOMBSTONE {
+                forget_until(s, until);
+            }
+        }
+    }
+
     /// Live entries at `now`, for `show fdb`.
     pub fn entries(&self, now: Instant) -> impl Iterator<Item = FdbEntry> + '_ {
         self.slots
             .iter()
-            .filter(move |s| self.live(s, now) && s.port != u16::MAX)
+            .filter(move |s| self.live(s, now))
             .map(|s| {
                 let mac_bits = s.key & 0x0000_FFFF_FFFF_FFFF;
                 let b = mac_bits.to_be_bytes();
@@ -197,7 +343,13 @@ mod tests {
         assert_eq!(f.learn(1, A, PortId(2), t), Learned::New);
         assert_eq!(f.lookup(1, A, t), Some(PortId(2)));
         assert_eq!(f.lookup(2, A, t), None, "VLANs are separate");
-        assert_eq!(f.learn(1, A, PortId(2), t), Learned::Refreshed);
+        assert_eq!(
+            f.learn(1, A, PortId(2), t),
+            Learned::Refreshed {
+                previous: t,
+                sync_pending: false
+            }
+        );
         assert_eq!(
             f.learn(1, A, PortId(3), t),
             Learned::Moved { from: PortId(2) }
@@ -219,6 +371,74 @@ mod tests {
         f.flush_port(PortId(3));
         assert_eq!(f.lookup(1, A, Instant::from_nanos(2_001)), None);
         assert_eq!(f.lookup(1, B, Instant::from_nanos(2_001)), Some(PortId(1)));
+    }
+
+    #[test]
+    fn flushed_entries_are_gone_even_before_the_first_aging_time() {
+        // Virtual time may start at 0: a flushed slot must not look fresh then.
+        let mut f = Fdb::new(64, 1_000);
+        let t = Instant::from_nanos(5);
+        f.learn(1, A, PortId(2), t);
+        f.learn(1, B, PortId(3), t);
+        f.flush_port(PortId(2));
+        assert_eq!(f.lookup(1, A, t), None);
+        assert_eq!(f.lookup(1, B, t), Some(PortId(3)));
+        assert_eq!(f.entries(t).count(), 1);
+        assert_eq!(f.learn(1, A, PortId(4), t), Learned::New, "slot reused");
+        assert_eq!(f.lookup(1, A, t), Some(PortId(4)));
+    }
+
+    #[test]
+    fn remote_learns_newest_wins() {
+        let mut f = Fdb::new(64, 1_000);
+        let at = Instant::from_nanos;
+        assert_eq!(
+            f.learn_remote(1, A, PortId(1), at(10), at(20)),
+            Some(Learned::New)
+        );
+        assert_eq!(f.lookup(1, A, at(20)), Some(PortId(1)));
+        // Older than what the table knows: ignored.
+        assert_eq!(
+            f.learn(1, A, PortId(2), at(30)),
+            Learned::Moved { from: PortId(1) }
+        );
+        assert_eq!(f.learn_remote(1, A, PortId(1), at(25), at(31)), None);
+        assert_eq!(f.lookup(1, A, at(31)), Some(PortId(2)));
+        // Newer: wins, and keeps its own time (for aging and later comparisons).
+        assert_eq!(
+            f.learn_remote(1, A, PortId(1), at(40), at(41)),
+            Some(Learned::Moved { from: PortId(2) })
+        );
+        assert_eq!(f.entries(at(41)).next().map(|e| e.last_seen), Some(at(40)));
+        // A local learn read before that remote one is superseded.
+        assert_eq!(f.learn(1, A, PortId(2), at(35)), Learned::Superseded);
+        assert_eq!(f.lookup(1, A, at(41)), Some(PortId(1)));
+        // Already aged out when it arrives: ignored.
+        assert_eq!(f.learn_remote(1, B, PortId(1), at(40), at(1_040)), None);
+        assert_eq!(f.lookup(1, B, at(1_040)), None);
+    }
+
+    #[test]
+    fn flush_until_keeps_later_learns_and_marks_them() {
+        let mut f = Fdb::new(64, 1_000);
+        let at = Instant::from_nanos;
+        f.learn(1, A, PortId(1), at(10));
+        f.learn(1, B, PortId(1), at(30));
+        f.flush_port_until(PortId(1), at(20));
+        assert_eq!(f.lookup(1, A, at(31)), None);
+        assert_eq!(f.lookup(1, B, at(31)), Some(PortId(1)));
+        assert_eq!(
+            f.learn(1, B, PortId(1), at(32)),
+            Learned::Refreshed {
+                previous: at(30),
+                sync_pending: true
+            },
+            "the flushing side forgot it: publish again"
+        );
+        f.learn(1, A, PortId(2), at(40));
+        f.flush_until(at(35));
+        assert_eq!(f.lookup(1, B, at(41)), None);
+        assert_eq!(f.lookup(1, A, at(41)), Some(PortId(2)));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod counters;
 pub mod egress;
 pub mod events;
 pub mod fdb;
+pub mod fdb_sync;
 pub mod frame;
 pub mod ingress;
 pub mod params;

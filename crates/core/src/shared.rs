@@ -93,6 +93,9 @@ pub struct IngressCounters {
     pub pools: Vec<PoolCounters>,
     /// Per pool watermarks of this side's egress queue use.
     pub egress_pools: Vec<PoolCounters>,
+    /// FDB updates (learns, refreshes, flushes) this side could not push into another ingress
+    /// side's learn ring because it was full. Repaired: see `fdb_sync`.
+    pub fdb_sync_overflow: Counter,
 }
 
 /// Counters of one egress side.
@@ -272,6 +275,7 @@ impl Shared {
                     ports: (0..ports).map(|_| IngressPortCounters::default()).collect(),
                     pools: pool_counters(),
                     egress_pools: pool_counters(),
+                    fdb_sync_overflow: Counter::default(),
                 })
                 .collect(),
             egress_counters: (0..outs)

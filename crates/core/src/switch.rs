@@ -12,6 +12,7 @@
 
 use crate::egress::Egress;
 use crate::events::Event;
+use crate::fdb_sync::FdbSync;
 use crate::frame::Frame;
 use crate::ingress::{Ingress, PortConsumers, Queued};
 use crate::params::{ParamsError, SwitchParams};
@@ -96,10 +97,15 @@ pub fn build<F: Frame>(
         producers.push(prod);
         consumers.push(cons);
     }
+    // Learn rings between every pair of ingress sides (none with one side).
+    let syncs = FdbSync::for_sides(ins, ports, params.fdb_aging_ns);
     let ingress = producers
         .into_iter()
+        .zip(syncs)
         .enumerate()
-        .map(|(side, prod)| Ingress::new(Arc::clone(&shared), side, prod, lossless.clone()))
+        .map(|(side, (prod, sync))| {
+            Ingress::new(Arc::clone(&shared), side, prod, lossless.clone(), sync)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // Each egress side takes the consumers of the ports it owns, from every ingress side.
     let mut egress = Vec::with_capacity(outs);

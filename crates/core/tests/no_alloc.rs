@@ -151,3 +151,81 @@ fn steady_state_forwarding_allocates_nothing() {
     );
     assert_eq!(allocated, 0, "allocations on the per-packet path");
 }
+
+/// Two ingress sides keep their FDBs in step through the learn rings: learns, moves across
+/// sides, refreshes, drains and flushes allocate nothing either.
+#[test]
+fn fdb_sync_between_ingress_sides_allocates_nothing() {
+    use headroom_core::shared::Layout;
+    use headroom_core::switch::build;
+    const HOST_D: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 0x0d];
+    let pool: Arc<ArrayQueue<Buf>> = Arc::new(ArrayQueue::new(4096));
+    for _ in 0..4096 {
+        pool.push(Box::new([0u8; 2048])).expect("room");
+    }
+    let mut params = presets::simple(4, 10_000_000_000);
+    // A refresh period (a quarter of the aging time) of 1 ms: refreshes are published too.
+    params.fdb_aging_ns = 4_000_000;
+    let mut now = Instant::from_millis(1);
+    let layout = Layout {
+        ingress_side_of_port: vec![0, 0, 1, 1],
+        egress_side_of_port: vec![0; 4],
+    };
+    let mut parts = build::<PoolFrame>(params, layout, now).unwrap();
+    let frame = |src, dst| {
+        use headroom_core::frame::Frame as _;
+        ipv4_frame(src, dst, 0, Ecn::NotEct, 64).data().to_vec()
+    };
+    // HOST_A moves between port 0 (side 0) and port 2 (side 1) every round; HOST_B (port 1)
+    // and HOST_D (port 3) talk to it and to each other.
+    let moving = frame(HOST_A, HOST_B);
+    let from_b = frame(HOST_B, HOST_A);
+    let from_d = frame(HOST_D, HOST_B);
+    let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut round = |parts: &mut headroom_core::switch::Parts<PoolFrame>, now: Instant, i: u32| {
+        let (side, port) = if i.is_multiple_of(2) { (0, 0) } else { (1, 2) };
+        rx.push(PoolFrame::take(&pool, &moving).unwrap());
+        parts.ingress[side].handle_rx_burst(now, PortId(port), &mut rx);
+        for _ in 0..8 {
+            rx.push(PoolFrame::take(&pool, &from_b).unwrap());
+        }
+        parts.ingress[0].handle_rx_burst(now, PortId(1), &mut rx);
+        for _ in 0..8 {
+            rx.push(PoolFrame::take(&pool, &from_d).unwrap());
+        }
+        parts.ingress[1].handle_rx_burst(now, PortId(3), &mut rx);
+        if i % 100 == 50 {
+            parts.ingress[0].flush_fdb_port(PortId(3), now);
+        }
+        for side in &mut parts.ingress {
+            side.handle_timeout(now);
+        }
+        parts.egress[0].handle_timeout(now);
+        for port in 0..4 {
+            parts.egress[0].poll_tx_burst(now, PortId(port), &mut tx, 64, &mut |_| None);
+            tx.clear();
+        }
+    };
+    for i in 0..100 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut parts, now, i);
+    }
+    let before = headroom_testkit::allocations();
+    for i in 100..2100 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut parts, now, i);
+    }
+    let allocated = headroom_testkit::allocations() - before;
+    assert_eq!(
+        parts.ingress[0].fdb().lookup(1, HOST_D, now),
+        Some(PortId(3)),
+        "side 0 knows what side 1 learned"
+    );
+    assert_eq!(
+        parts.ingress[1].fdb().lookup(1, HOST_B, now),
+        Some(PortId(1)),
+        "side 1 knows what side 0 learned"
+    );
+    assert_eq!(allocated, 0, "allocations on the multi-side learn path");
+}
