@@ -431,6 +431,16 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             }
         }
     }
+    o.family(
+        "headroom_fdb_sync_overflow_total",
+        "counter",
+        "FDB updates an ingress lcore could not pass to another because its learn ring was full (repaired by republishing).",
+    );
+    o.sample(
+        "headroom_fdb_sync_overflow_total",
+        &[],
+        control.fdb_sync_overflow_total(shared),
+    );
     o.family("headroom_pfc_storm_alarm", "gauge", "1 while PFC frames for the priority arrive faster than switch.pfc_storm_alarm_frames_per_second.");
     for (p, name) in names.iter().enumerate() {
         for i in 0..8 {

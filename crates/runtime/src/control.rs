@@ -191,6 +191,9 @@ pub struct ControlPlane {
     delay_base: Vec<Vec<Vec<u64>>>,
     /// `[port][queue]`: PFC watchdog statistics of replaced dataplanes.
     pfcwd_base: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
+    /// FDB updates lost to full learn rings by previous dataplanes (summed over their ingress
+    /// sides: the layout may change with a reconfiguration).
+    fdb_sync_overflow_base: u64,
     /// `[port][queue]`: PFC watchdog totals at the last `clear counters`.
     pfcwd_cleared: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
 }
@@ -263,6 +266,7 @@ impl ControlPlane {
             capture_flags_stale: false,
             delay_base: vec![Vec::new(); ports],
             pfcwd_base: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
+            fdb_sync_overflow_base: 0,
             pfcwd_cleared: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             config,
         })
@@ -349,6 +353,15 @@ impl ControlPlane {
         self.pfcwd_base
             .get(port)
             .map_or(now, |base| base[queue].then(&now))
+    }
+
+    /// FDB updates that an ingress side could not pass to another because the learn ring was
+    /// full, summed over ingress sides, since start (carried over reconfigurations). Each loss
+    /// is repaired by republishing (see `headroom_core::fdb_sync`); a steadily rising count
+    /// means stations are learned faster than the lcores drain their rings.
+    #[must_use]
+    pub fn fdb_sync_overflow_total(&self, shared: &Shared) -> u64 {
+        self.fdb_sync_overflow_base + fdb_sync_overflow(shared)
     }
 
     /// The queueing-delay histogram of `(port, queue)` since start (carried over
@@ -889,6 +902,7 @@ impl ControlPlane {
     pub fn carry_over(&mut self, old: &Shared, text: String, config: Config) {
         // What the old dataplane saw since the last fold would be lost with it.
         self.fold_watermarks(old);
+        self.fdb_sync_overflow_base += fdb_sync_overflow(old);
         for p in 0..self.config.ports.len() {
             let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
             self.base[p] = self.base[p].plus(&last);
@@ -1190,6 +1204,15 @@ fn split_key(key: &str) -> Result<Vec<String>, String> {
         return Err(format!("{key}: empty key part"));
     }
     Ok(parts)
+}
+
+/// FDB updates lost to full learn rings by the ingress sides of one dataplane.
+fn fdb_sync_overflow(shared: &Shared) -> u64 {
+    shared
+        .ingress_counters
+        .iter()
+        .map(|side| side.fdb_sync_overflow.get())
+        .sum()
 }
 
 #[cfg(test)]

@@ -365,15 +365,17 @@ impl Running {
         replies
     }
 
-    /// The MAC tables of every lcore, merged.
+    /// The MAC tables of every lcore, merged: one entry per (VLAN, MAC), the most recently seen
+    /// (each ingress side holds a copy of what the others learned, and a copy may lag a move).
     pub fn fdb(&mut self) -> Vec<FdbEntry> {
-        self.command(LcoreCommand::DumpFdb, Duration::from_secs(1))
+        let tables = self
+            .command(LcoreCommand::DumpFdb, Duration::from_secs(1))
             .into_iter()
             .flat_map(|r| match r {
                 LcoreReply::Fdb(e) => e,
                 LcoreReply::Done => Vec::new(),
-            })
-            .collect()
+            });
+        merge_fdb(tables)
     }
 
     /// Turns the PFC watchdog's big red switch on or off on every lcore.
@@ -498,4 +500,58 @@ pub fn log_event(shared: &Shared, event: &Event) {
 #[must_use]
 pub fn pool_is_full(stats: Option<PoolStats>) -> bool {
     stats.is_none_or(|s| s.available == s.capacity)
+}
+
+/// One entry per (VLAN, MAC) out of several MAC tables: the most recently seen wins.
+fn merge_fdb(entries: impl IntoIterator<Item = FdbEntry>) -> Vec<FdbEntry> {
+    let mut newest: std::collections::HashMap<(u16, [u8; 6]), FdbEntry> =
+        std::collections::HashMap::new();
+    for e in entries {
+        newest
+            .entry((e.vid, e.mac))
+            .and_modify(|kept| {
+                if e.last_seen > kept.last_seen {
+                    *kept = e;
+                }
+            })
+            .or_insert(e);
+    }
+    let mut merged: Vec<FdbEntry> = newest.into_values().collect();
+    merged.sort_by_key(|e| (e.vid, e.mac));
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_fdb;
+    use headroom_core::fdb::FdbEntry;
+    use headroom_core::time::Instant;
+    use headroom_core::types::PortId;
+
+    #[test]
+    fn merged_fdb_keeps_one_entry_per_station_the_newest() {
+        let entry = |vid, last, port, seen| FdbEntry {
+            vid,
+            mac: [2, 0, 0, 0, 0, last],
+            port: PortId(port),
+            last_seen: Instant::from_nanos(seen),
+        };
+        // Side 0 learned A on port 1, side 1 holds an older copy of it on port 0 (before a move)
+        // and its own B; side 0 holds a copy of B. Same MAC in another VLAN is another station.
+        let merged = merge_fdb([
+            entry(1, 0xA, 1, 20),
+            entry(1, 0xB, 5, 10),
+            entry(1, 0xA, 0, 15),
+            entry(1, 0xB, 5, 12),
+            entry(2, 0xA, 3, 1),
+        ]);
+        assert_eq!(
+            merged,
+            vec![
+                entry(1, 0xA, 1, 20),
+                entry(1, 0xB, 5, 12),
+                entry(2, 0xA, 3, 1)
+            ]
+        );
+    }
 }
