@@ -108,3 +108,63 @@ fn forwards_and_generates_pfc_and_returns_every_buffer() {
         "every frame buffer is back in the pool"
     );
 }
+
+/// Two RX lcores: a station heard by one is known to the other (learn rings), so the other
+/// forwards frames for it to its port only; `show fdb` lists each station once.
+#[test]
+fn a_station_learned_on_one_rx_lcore_is_unicast_by_another() {
+    use headroom_runtime::LcoreSpec;
+    let pool = FramePool::new(PoolConfig::with_frame_count(4096)).unwrap();
+    let mut backend = MemoryBackend::new(pool, 1024);
+    let params = presets::simple(3, 1_000_000_000);
+    let mut spec =
+        RuntimeSpec::single_lcore(params.clone(), vec!["m0".into(), "m1".into(), "m2".into()]);
+    spec.lcores = vec![
+        LcoreSpec {
+            cpu: None,
+            rx_ports: vec![PortId(0), PortId(1)],
+            tx_ports: vec![PortId(0), PortId(1), PortId(2)],
+        },
+        LcoreSpec {
+            cpu: None,
+            rx_ports: vec![PortId(2)],
+            tx_ports: vec![],
+        },
+    ];
+    let mut running = start(spec, &mut backend).expect("starts");
+    let mut taps: Vec<MemoryTap> = ["m0", "m1", "m2"]
+        .iter()
+        .map(|d| backend.take_tap(d).unwrap())
+        .collect();
+
+    // A announces itself on port 0 (first lcore): flooded to ports 1 and 2.
+    taps[0]
+        .injector
+        .inject(&frame(A, [0xff; 6], 0, 64))
+        .unwrap();
+    assert_eq!(collect(&mut taps[1], 1, Duration::from_secs(5)).len(), 1);
+    assert_eq!(collect(&mut taps[2], 1, Duration::from_secs(5)).len(), 1);
+    // C, on port 2 (second lcore), sends to A: port 0 only, never flooded to port 1.
+    for _ in 0..10 {
+        taps[2].injector.inject(&frame(C, A, 0, 64)).unwrap();
+    }
+    assert_eq!(collect(&mut taps[0], 10, Duration::from_secs(5)).len(), 10);
+    assert!(
+        collect(&mut taps[1], 1, Duration::from_millis(200)).is_empty(),
+        "not flooded"
+    );
+    // Both lcores hold both stations; show fdb lists each once, where it is.
+    let fdb: Vec<(u16, [u8; 6], PortId)> = running
+        .fdb()
+        .into_iter()
+        .map(|e| (e.vid, e.mac, e.port))
+        .collect();
+    let vid = fdb.first().map_or(0, |e| e.0);
+    assert_eq!(fdb, vec![(vid, A, PortId(0)), (vid, C, PortId(2))]);
+    let shared = running.stop();
+    assert_eq!(
+        shared.ingress_counters[0].fdb_sync_overflow.get()
+            + shared.ingress_counters[1].fdb_sync_overflow.get(),
+        0
+    );
+}
