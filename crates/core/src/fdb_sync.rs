@@ -142,13 +142,19 @@ impl FdbSync {
         all
     }
 
-    /// Pushes a flush to every peer; those whose ring is full owe it (retried by
-    /// [`FdbSync::retry_owed_flushes`]).
+    /// Pushes a flush to every peer; a peer whose ring is full is owed it (counted once, then
+    /// retried by [`FdbSync::retry_owed_flushes`] until it fits). Owed flushes go first, so
+    /// that flushes reach a peer in the order they were made.
     pub(crate) fn publish_flush(&mut self, update: FdbUpdate, overflow: &Counter) {
+        self.retry_owed_flushes();
         for peer in 0..self.to_peers.len() {
-            self.owe(peer, update);
+            let owed = self.owed_flush[peer].is_some()
+                || self.owed_port_flush[peer].iter().any(Option::is_some);
+            if owed || self.to_peers[peer].push(update).is_err() {
+                overflow.inc();
+                self.owe(peer, update);
+            }
         }
-        self.retry_owed_flushes(overflow);
     }
 
     fn owe(&mut self, peer: usize, update: FdbUpdate) {
@@ -167,8 +173,9 @@ impl FdbSync {
         self.owes_flush = true;
     }
 
-    /// Pushes the flushes still owed; each that does not fit yet is counted and kept.
-    pub(crate) fn retry_owed_flushes(&mut self, overflow: &Counter) {
+    /// Pushes the flushes still owed; those that do not fit yet are kept (they were counted
+    /// when they first failed).
+    pub(crate) fn retry_owed_flushes(&mut self) {
         if !self.owes_flush {
             return;
         }
@@ -178,7 +185,6 @@ impl FdbSync {
                 if ring.push(FdbUpdate::Flushed { at }).is_ok() {
                     self.owed_flush[peer] = None;
                 } else {
-                    overflow.inc();
                     still_owed = true;
                 }
             }
@@ -188,7 +194,6 @@ impl FdbSync {
                 if ring.push(FdbUpdate::PortFlushed { port, at }).is_ok() {
                     *owed = None;
                 } else {
-                    overflow.inc();
                     still_owed = true;
                 }
             }

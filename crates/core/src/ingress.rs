@@ -367,7 +367,7 @@ impl<F: Frame> Ingress<F> {
         let st = &mut self.st;
         st.sync_releases(&ctx);
         if st.sync.is_some() {
-            st.sync_fdb(&ctx, now);
+            st.sync_fdb(now);
         }
         let in_view = &ctx.views[port.index()];
         let in_counters = &ctx.counters.ports[port.index()];
@@ -398,7 +398,7 @@ impl<F: Frame> Ingress<F> {
         };
         self.st.sync_releases(&ctx);
         if self.st.sync.is_some() {
-            self.st.sync_fdb(&ctx, now);
+            self.st.sync_fdb(now);
         }
         self.st.roll_rate_windows(&ctx, now);
     }
@@ -834,11 +834,11 @@ impl<F: Frame> IngressState<F> {
     /// Applies what the other ingress sides learned and flushed, and retries flushes this side
     /// still owes them. Bounded: see [`fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
     #[inline(never)]
-    fn sync_fdb(&mut self, ctx: &Ctx<'_>, now: Instant) {
+    fn sync_fdb(&mut self, now: Instant) {
         let Some(sync) = self.sync.as_deref_mut() else {
             return;
         };
-        sync.retry_owed_flushes(&ctx.counters.fdb_sync_overflow);
+        sync.retry_owed_flushes();
         let (fdb, last_learned) = (&mut self.fdb, &mut self.last_learned);
         sync.drain(|update| {
             let moved_from = fdb_sync::apply(fdb, update, now);
