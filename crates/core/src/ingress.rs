@@ -265,7 +265,7 @@ struct IngressState<F: Frame> {
     /// station again within [`RELEARN_INTERVAL_NS`] only refreshes an age that cannot expire.
     last_learned: Vec<(u64, u64)>,
     /// The learn rings to and from the other ingress sides; `None` with a single ingress side
-    /// (then the per-frame path pays one predictable branch per table learn for it).
+    /// (which then pays one predictable branch per burst and one per table learn for it).
     sync: Option<Box<FdbSync>>,
     cell: CellSize,
 }
