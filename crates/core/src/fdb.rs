@@ -154,6 +154,22 @@ impl Fdb {
         self.slots[idx] = slot;
     }
 
+    /// What writing `port` over the entry `old` of the same station did.
+    fn replaced(&self, old: &Slot, port: PortId, now: Instant) -> Learned {
+        if !self.fresh(old.last_seen_ns, now) {
+            Learned::New
+        } else if old.port == port.0 {
+            Learned::Refreshed {
+                previous: Instant::from_nanos(old.last_seen_ns),
+                sync_pending: old.sync_pending,
+            }
+        } else {
+            Learned::Moved {
+                from: PortId(old.port),
+            }
+        }
+    }
+
     /// Learns that `mac` in `vid` is reachable through `port`.
     pub fn learn(&mut self, vid: u16, mac: [u8; 6], port: PortId, now: Instant) -> Learned {
         let k = key(vid, mac);
@@ -171,18 +187,7 @@ impl Fdb {
                     return Learned::Superseded;
                 }
                 self.slots[idx] = fresh_slot;
-                if !self.fresh(slot.last_seen_ns, now) {
-                    Learned::New
-                } else if slot.port == port.0 {
-                    Learned::Refreshed {
-                        previous: Instant::from_nanos(slot.last_seen_ns),
-                        sync_pending: slot.sync_pending,
-                    }
-                } else {
-                    Learned::Moved {
-                        from: PortId(slot.port),
-                    }
-                }
+                self.replaced(&slot, port, now)
             }
             Err(Some(idx)) => {
                 self.occupy(idx, fresh_slot);
@@ -221,18 +226,7 @@ impl Fdb {
                     return None;
                 }
                 self.slots[idx] = remote;
-                Some(if !alive {
-                    Learned::New
-                } else if slot.port == port.0 {
-                    Learned::Refreshed {
-                        previous: Instant::from_nanos(slot.last_seen_ns),
-                        sync_pending: slot.sync_pending,
-                    }
-                } else {
-                    Learned::Moved {
-                        from: PortId(slot.port),
-                    }
-                })
+                Some(self.replaced(&slot, port, now))
             }
             Err(Some(idx)) => {
                 self.occupy(idx, remote);
