@@ -641,12 +641,36 @@ pub(crate) enum ClearCommand {
         #[arg(long)]
         persistent: bool,
     },
+    /// The MAC table (SONiC `sonic-clear fdb all|port <port>`): frames to a forgotten station
+    /// are flooded until it sends again.
+    Fdb {
+        #[command(subcommand)]
+        which: FdbClearCommand,
+    },
+}
+
+/// `headroom clear fdb …`
+#[derive(Debug, Subcommand)]
+pub(crate) enum FdbClearCommand {
+    /// Every station.
+    All,
+    /// The stations learned on one port: `headroom clear fdb port Ethernet0`.
+    Port {
+        /// Port name.
+        port: String,
+    },
 }
 
 pub(crate) fn clear(target: &Target, what: ClearCommand) -> ExitCode {
     let what = match what {
         ClearCommand::Counters => Clear::Counters,
         ClearCommand::Watermarks { persistent } => Clear::Watermarks { persistent },
+        ClearCommand::Fdb {
+            which: FdbClearCommand::All,
+        } => Clear::Fdb { port: None },
+        ClearCommand::Fdb {
+            which: FdbClearCommand::Port { port },
+        } => Clear::Fdb { port: Some(port) },
     };
     simple(target, &Request::Clear { what })
 }

@@ -59,7 +59,7 @@ enum Command {
         #[command(subcommand)]
         what: client::ShowCommand,
     },
-    /// Clear counters or watermarks of the running switch.
+    /// Clear counters, watermarks or the MAC table of the running switch.
     Clear {
         #[command(flatten)]
         target: client::Target,

@@ -312,6 +312,12 @@ fn set_save_rollback_and_refusals_through_the_binary() {
 
     assert_eq!(d.ok(&["clear", "counters"]), "cleared\n");
     assert_eq!(d.ok(&["clear", "watermarks", "--persistent"]), "cleared\n");
+    assert_eq!(d.ok(&["clear", "fdb", "port", "Ethernet4"]), "cleared\n");
+    assert_eq!(d.ok(&["clear", "fdb", "all"]), "cleared\n");
+    assert_eq!(d.json(&["show", "fdb"]), serde_json::json!([]));
+    let out = d.run(&["clear", "fdb", "port", "Ethernet9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no port \"Ethernet9\""));
     let (status, _) = d.stop();
     assert!(status.success());
 }

@@ -8,6 +8,7 @@ use headroom_io::pool::{FramePool, PoolFrame, PoolStats};
 use headroom_io::{BackendStats, PortInfo, RxQueue, TxQueue};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Reads a port's backend-level counters (kernel or NIC), from the control thread.
@@ -158,6 +159,9 @@ pub struct MemoryTap {
     pub injector: Injector,
     /// Takes what the port transmits.
     pub collector: Collector,
+    /// The port's link state as the switch reads it (up when opened): a test pulls the cable
+    /// by storing `false`.
+    pub link_up: Arc<AtomicBool>,
 }
 
 /// In-memory ports, for tests and benchmarks: every `open` creates a port whose other ends
@@ -203,11 +207,13 @@ impl Backend for MemoryBackend {
         let port = MemoryPort::new(info.clone(), self.pool.clone(), self.ring_frames);
         let handle = port.stats_handle();
         let (rx, tx, injector, collector) = port.split();
+        let link_up = Arc::new(AtomicBool::new(true));
         self.taps.insert(
             device.to_owned(),
             MemoryTap {
                 injector,
                 collector,
+                link_up: Arc::clone(&link_up),
             },
         );
         Ok(OpenedPort {
@@ -215,7 +221,7 @@ impl Backend for MemoryBackend {
             tx,
             info,
             stats: Arc::new(move || handle.stats()),
-            link: Arc::new(|| Some(true)),
+            link: Arc::new(move || Some(link_up.load(Ordering::Relaxed))),
         })
     }
 

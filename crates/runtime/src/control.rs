@@ -27,6 +27,9 @@ use std::time::Duration;
 /// How often watermarks are folded from the read-and-clear source into the views.
 const WATERMARK_POLL: Duration = Duration::from_millis(500);
 
+/// How often the ports' link state is read (a port going down flushes its MAC table entries).
+const LINK_POLL: Duration = Duration::from_millis(100);
+
 /// Most requests served per [`ControlPlane::poll`] (bounded work per call).
 const REQUESTS_PER_POLL: usize = 16;
 
@@ -196,6 +199,9 @@ pub struct ControlPlane {
     fdb_sync_overflow_base: u64,
     /// `[port][queue]`: PFC watchdog totals at the last `clear counters`.
     pfcwd_cleared: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
+    /// Link state of each port at the last link poll (`None`: unknown or not read yet).
+    links: Vec<Option<bool>>,
+    last_link_poll: std::time::Instant,
 }
 
 impl Drop for ControlPlane {
@@ -268,6 +274,11 @@ impl ControlPlane {
             pfcwd_base: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             fdb_sync_overflow_base: 0,
             pfcwd_cleared: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
+            links: vec![None; ports],
+            // The first poll reads the links.
+            last_link_poll: std::time::Instant::now()
+                .checked_sub(LINK_POLL)
+                .unwrap_or_else(std::time::Instant::now),
             config,
         })
     }
@@ -387,6 +398,10 @@ impl ControlPlane {
             self.fold_watermarks(running.shared());
             self.last_watermark_poll = std::time::Instant::now();
         }
+        if self.last_link_poll.elapsed() >= LINK_POLL {
+            self.poll_links(running);
+            self.last_link_poll = std::time::Instant::now();
+        }
         if self.capture_flags_stale {
             // A new dataplane starts with no port captured.
             self.update_capture_flags(running);
@@ -413,6 +428,22 @@ impl ControlPlane {
             }
         }
         ControlAction::None
+    }
+
+    /// Reads every port's link state; a port that went down has its stations forgotten, as a
+    /// switch does when a port's MAC becomes non-operational (IEEE 802.1Q 8.8.3: dynamic
+    /// entries are removed when their port leaves the forwarding state; SONiC flushes the
+    /// port's FDB entries on oper down). Otherwise frames to those stations would keep going
+    /// to a dead port until they age out (300 s by default) instead of being flooded.
+    fn poll_links(&mut self, running: &mut Running) {
+        for p in 0..self.config.ports.len() {
+            let now = running.link_up(port_id(p));
+            let before = std::mem::replace(&mut self.links[p], now);
+            if before == Some(true) && now == Some(false) {
+                running.flush_fdb(Some(port_id(p)));
+                tracing::info!(port = %self.config.ports[p].name, "link down: the port's MAC table entries are flushed");
+            }
+        }
     }
 
     fn fold_watermarks(&mut self, shared: &Shared) {
@@ -448,8 +479,11 @@ impl ControlPlane {
         match request {
             Request::Show { what } => respond(&stream, &self.show(what, running))?,
             Request::Clear { what } => {
-                self.clear(what, running);
-                respond(&stream, &Response::ok("cleared"))?;
+                let response = match self.clear(what, running) {
+                    Ok(()) => Response::ok("cleared"),
+                    Err(e) => Response::error(e),
+                };
+                respond(&stream, &response)?;
             }
             Request::Set { change } => return self.set(change, stream, running),
             Request::ConfigSave { name } => respond(&stream, &self.save(&name))?,
@@ -739,7 +773,7 @@ impl ControlPlane {
         }
     }
 
-    fn clear(&mut self, what: Clear, running: &Running) {
+    fn clear(&mut self, what: Clear, running: &mut Running) -> Result<(), String> {
         match what {
             Clear::Counters => {
                 for p in 0..self.config.ports.len() {
@@ -761,7 +795,19 @@ impl ControlPlane {
                 }
                 tracing::info!(persistent, "watermarks cleared");
             }
+            Clear::Fdb { port: None } => {
+                running.flush_fdb(None);
+                tracing::info!("MAC table cleared");
+            }
+            Clear::Fdb { port: Some(name) } => {
+                let Some(p) = self.port_index(&name) else {
+                    return Err(format!("no port {name:?}"));
+                };
+                running.flush_fdb(Some(port_id(p)));
+                tracing::info!(port = %name, "MAC table entries of the port cleared");
+            }
         }
+        Ok(())
     }
 
     fn port_index(&self, name: &str) -> Option<usize> {
@@ -955,6 +1001,8 @@ impl ControlPlane {
         self.delay_base = remap(&self.delay_base, &port_map);
         self.pfcwd_base = remap(&self.pfcwd_base, &port_map);
         self.pfcwd_cleared = remap(&self.pfcwd_cleared, &port_map);
+        // A new dataplane on reopened ports: their link state is read afresh.
+        self.links = vec![None; config.ports.len()];
         for marks in [&mut self.user_marks, &mut self.persistent_marks] {
             marks.ports = remap(&marks.ports, &port_map);
             marks.pools = remap(&marks.pools, &pool_map);

@@ -73,6 +73,9 @@ pub enum LcoreCommand {
     DumpFdb,
     /// Turn the PFC watchdog's big red switch on or off on this lcore's egress side.
     SetBigRedSwitch(bool),
+    /// Forget the stations learned on a port (`Some`), or every station (`None`), on this
+    /// lcore's ingress side; the learn rings carry the flush to the other ingress sides.
+    FlushFdb(Option<PortId>),
 }
 
 /// An lcore's answer to a [`LcoreCommand`].
@@ -170,6 +173,15 @@ where
                 LcoreCommand::SetBigRedSwitch(on) => {
                     if let Some(e) = self.egress.as_mut() {
                         e.set_big_red_switch(on, now);
+                    }
+                    LcoreReply::Done
+                }
+                LcoreCommand::FlushFdb(port) => {
+                    if let Some(i) = self.ingress.as_mut() {
+                        match port {
+                            Some(port) => i.flush_fdb_port(port, now),
+                            None => i.flush_fdb(now),
+                        }
                     }
                     LcoreReply::Done
                 }

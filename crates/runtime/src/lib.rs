@@ -378,6 +378,14 @@ impl Running {
         merge_fdb(tables)
     }
 
+    /// Forgets the stations learned on `port` (`Some`: link down, `clear fdb port`) or every
+    /// station (`None`: `clear fdb all`). Every lcore with an ingress side flushes its table;
+    /// the learn rings would carry one side's flush to the others anyway, and a flush is
+    /// idempotent.
+    pub fn flush_fdb(&mut self, port: Option<PortId>) {
+        self.command(LcoreCommand::FlushFdb(port), Duration::from_secs(1));
+    }
+
     /// Turns the PFC watchdog's big red switch on or off on every lcore.
     pub fn set_big_red_switch(&mut self, on: bool) {
         self.command(LcoreCommand::SetBigRedSwitch(on), Duration::from_secs(1));

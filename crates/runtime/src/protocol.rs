@@ -99,7 +99,7 @@ pub enum PgWatermarkKind {
 }
 
 /// What `clear` clears.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Clear {
     /// Every counter (a snapshot is taken; later reads show the difference).
@@ -108,6 +108,13 @@ pub enum Clear {
     Watermarks {
         /// Also the persistent view.
         persistent: bool,
+    },
+    /// The MAC table: the stations learned on one port, or every station (SONiC's
+    /// `sonic-clear fdb port <port>` / `sonic-clear fdb all`).
+    Fdb {
+        /// Only this port's stations (`None`: all).
+        #[serde(default)]
+        port: Option<String>,
     },
 }
 
