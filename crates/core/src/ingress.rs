@@ -251,6 +251,8 @@ struct IngressState<F: Frame> {
     seen_pg_release: Vec<[u64; PRIORITY_COUNT]>,
     seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
     wanted_xoff: Vec<u8>,
+    /// How many ports have a non-empty `wanted_xoff` (see [`Ingress::releases_can_change_pfc`]).
+    ports_wanting_xoff: usize,
     rate: Vec<[RateWindow; PRIORITY_COUNT]>,
     /// Per port: lossless PGs whose cells a refused enqueue gave back since the last pull of
     /// releases; re-evaluated with the next pull (see `pull_releases`).
@@ -299,6 +301,7 @@ impl<F: Frame> Ingress<F> {
             seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],
             seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
             wanted_xoff: vec![0; ports],
+            ports_wanting_xoff: 0,
             pending_eval: vec![0; ports],
             rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
             alarms_active: 0,
@@ -397,6 +400,35 @@ impl<F: Frame> Ingress<F> {
             views: &self.views,
         };
         self.st.sync_releases(&ctx);
+        if self.st.sync.is_some() {
+            self.st.sync_fdb(now);
+        }
+        self.st.roll_rate_windows(&ctx, now);
+    }
+
+    /// Whether pulling released cells now could change what any port asks its peer to pause.
+    /// A release only lowers occupancy (and, with dynamic thresholds, raises limits), so it can
+    /// bring XON but never XOFF; XON can only change a wanted set that is not empty. While no
+    /// port wants pause, the pull can wait for the next burst or timeout without changing a
+    /// single PFC frame.
+    #[must_use]
+    pub fn releases_can_change_pfc(&self) -> bool {
+        debug_assert_eq!(
+            self.st.ports_wanting_xoff,
+            self.st.wanted_xoff.iter().filter(|&&w| w != 0).count(),
+            "the count of ports wanting pause follows the wanted sets"
+        );
+        self.st.ports_wanting_xoff != 0
+    }
+
+    /// The part of [`Ingress::handle_timeout`] that is not the pull of released cells: the
+    /// learn rings and the storm-rate windows.
+    pub fn handle_timeout_without_releases(&mut self, now: Instant) {
+        let ctx = Ctx {
+            shared: &self.shared,
+            counters: &self.shared.ingress_counters[self.st.side],
+            views: &self.views,
+        };
         if self.st.sync.is_some() {
             self.st.sync_fdb(now);
         }
@@ -677,6 +709,14 @@ impl<F: Frame> IngressState<F> {
             }
         }
         if wanted != self.wanted_xoff[p] {
+            let was = self.wanted_xoff[p] != 0;
+            if was != (wanted != 0) {
+                if was {
+                    self.ports_wanting_xoff -= 1;
+                } else {
+                    self.ports_wanting_xoff += 1;
+                }
+            }
             self.wanted_xoff[p] = wanted;
             ctx.shared.pfc.set_wanted_xoff(p, wanted);
         }

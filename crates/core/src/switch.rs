@@ -209,8 +209,16 @@ impl<F: Frame> Switch<F> {
         alloc: &mut impl FnMut(usize) -> Option<F>,
     ) -> usize {
         let n = self.egress.poll_tx_burst(now, port, out, max, alloc);
-        // Cells released by this burst reach the accounting (and XON) at once.
-        self.ingress.handle_timeout(now);
+        // While some port asks for pause, cells released by this burst reach the accounting at
+        // once, so that an XON they bring is in the wanted set for the very next poll (and
+        // `poll_timeout`). While none does, a release cannot change any PFC frame (it can bring
+        // XON, never XOFF): the pull waits for the next `handle_rx_burst` or `handle_timeout`,
+        // which take every burst's releases in one pass instead of one pass per port.
+        if self.ingress.releases_can_change_pfc() {
+            self.ingress.handle_timeout(now);
+        } else {
+            self.ingress.handle_timeout_without_releases(now);
+        }
         n
     }
 
