@@ -792,11 +792,18 @@ impl<F: Frame> IngressState<F> {
             tagged: l2.vlan.is_some(),
             l3,
         };
-        match unicast_to {
-            Some(out) if out == port => drop_frame(counters, DropReason::SamePort, frame),
-            Some(out) => self.forward(ctx, view, counters, now, &meta, out, frame, len),
-            None => self.flood(ctx, view, counters, now, &meta, frame),
-        }
+        let out = match unicast_to {
+            Some(out) if out == port => return drop_frame(counters, DropReason::SamePort, frame),
+            Some(out) => out,
+            // Flooding forwards copies to all destinations but the last; the frame itself goes
+            // to the last one here, through the same inlined path as unicast (with two ports,
+            // an unknown destination is a single forward, as cheap as a known one).
+            None => match self.flood_copies(ctx, view, counters, now, &meta, &frame) {
+                Some(last) => last,
+                None => return drop_frame(counters, DropReason::NoDestination, frame),
+            },
+        };
+        self.forward(ctx, view, counters, now, &meta, out, frame, len);
     }
 
     /// FDB learning, skipping the table when the same station was learned on this port within
@@ -902,15 +909,19 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    fn flood(
+    /// Floods `frame` (unknown unicast, multicast, broadcast): forwards a copy to every
+    /// destination port but the last, in port order, and returns the last, to which the caller
+    /// forwards the frame itself (`None`: no destination). Out of line: unicast never calls it.
+    #[inline(never)]
+    fn flood_copies(
         &mut self,
         ctx: &Ctx<'_>,
         view: &PortView,
         counters: &IngressPortCounters,
         now: Instant,
         meta: &IngressFrame,
-        frame: F,
-    ) {
+        frame: &F,
+    ) -> Option<PortId> {
         let mut last: Option<PortId> = None;
         for (i, out_view) in ctx.views.iter().enumerate() {
             let out = PortId(u16::try_from(i).unwrap_or(u16::MAX));
@@ -928,17 +939,11 @@ impl<F: Frame> IngressState<F> {
             }
             last = Some(out);
         }
-        match last {
-            Some(out) => {
-                let len = frame.len();
-                self.forward_outlined(ctx, view, counters, now, meta, out, frame, len);
-            }
-            None => drop_frame(counters, DropReason::NoDestination, frame),
-        }
+        last
     }
 
-    /// [`IngressState::forward`] as a call, for flooding: the unicast path has its own copy
-    /// inlined.
+    /// [`IngressState::forward`] as a call, for flooded copies: the path of a frame itself (to
+    /// its unicast destination or the last flood destination) has its own copy inlined.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn forward_outlined(
@@ -956,7 +961,7 @@ impl<F: Frame> IngressState<F> {
     }
 
     /// Tags or untags for `out`, admits, enqueues. `view` and `counters` are the receiving
-    /// port's. Always inlined into the unicast path (once per frame).
+    /// port's. Always inlined into the per-frame path (once per frame).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn forward(
