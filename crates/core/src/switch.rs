@@ -199,7 +199,9 @@ impl<F: Frame> Switch<F> {
         self.egress.handle_timeout(now);
     }
 
-    /// Up to `max` frames to transmit on `port` (PFC first), appended to `out`.
+    /// Up to `max` frames to transmit on `port` (PFC first), appended to `out`. The cells they
+    /// free reach the ingress accounting at once while some port asks for pause, else at the
+    /// next [`Switch::handle_rx_burst`] or [`Switch::handle_timeout`] (see the body).
     pub fn poll_tx_burst(
         &mut self,
         now: Instant,
