@@ -412,7 +412,7 @@ impl<F: Frame> Ingress<F> {
     /// port wants pause, the pull can wait for the next burst or timeout without changing a
     /// single PFC frame.
     #[must_use]
-    pub fn releases_can_change_pfc(&self) -> bool {
+    pub(crate) fn releases_can_change_pfc(&self) -> bool {
         debug_assert_eq!(
             self.st.ports_wanting_xoff,
             self.st.wanted_xoff.iter().filter(|&&w| w != 0).count(),
@@ -423,7 +423,7 @@ impl<F: Frame> Ingress<F> {
 
     /// The part of [`Ingress::handle_timeout`] that is not the pull of released cells: the
     /// learn rings and the storm-rate windows.
-    pub fn handle_timeout_without_releases(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout_without_releases(&mut self, now: Instant) {
         let ctx = Ctx {
             shared: &self.shared,
             counters: &self.shared.ingress_counters[self.st.side],
