@@ -2,7 +2,7 @@
 # The one command that runs every check of headroom on a fresh Debian 12 machine.
 #
 # 1. Installs what the machine lacks (apt packages, cargo tools), non-interactively and idempotently.
-# 2. Runs formatting, clippy (with and without DPDK), every test (unit, property, conformance,
+# 2. Runs formatting, clippy (with and without DPDK), rustdoc (no broken links), every test (unit, property, conformance,
 #    DPDK, root/namespace end-to-end), and a bounded fuzz smoke run.
 #
 # Tests that need root, network namespaces, tshark or DPDK run here: CI runs as root. A missing tool is
@@ -50,6 +50,9 @@ say "cargo clippy (default features)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # --- 3. tests ------------------------------------------------------------------------------------
+say "cargo doc (workspace, no broken intra-doc links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
 say "cargo test (workspace, default features)"
 if command -v cargo-nextest >/dev/null; then
     cargo nextest run --workspace --locked --no-fail-fast

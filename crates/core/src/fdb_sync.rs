@@ -1,6 +1,6 @@
 //! Keeping the FDBs of several ingress sides in step.
 //!
-//! Each ingress side owns its [`Fdb`](crate::fdb::Fdb) (one writer, no lock). What it learns on
+//! Each ingress side owns its [`Fdb`] (one writer, no lock). What it learns on
 //! its own ports it publishes to every other ingress side through a bounded SPSC ring per
 //! (publisher, receiver) pair; each side drains its incoming rings at the start of every receive
 //! burst and every timeout, a bounded number of updates per ring and call. A port is received by

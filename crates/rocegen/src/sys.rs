@@ -56,7 +56,7 @@ pub fn interface_mtu(interface: &str) -> io::Result<usize> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "unreadable MTU"))
 }
 
-/// What [`wait`] saw on each descriptor.
+/// What [`PollSet::wait`] saw on each descriptor.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ready {
     /// The descriptor is readable (or has an error or hang-up to report).
