@@ -2,8 +2,8 @@
 # The one command that runs every check of headroom on a fresh Debian 12 machine.
 #
 # 1. Installs what the machine lacks (apt packages, cargo tools), non-interactively and idempotently.
-# 2. Runs formatting, clippy (with and without DPDK), rustdoc (no broken links), every test (unit, property, conformance,
-#    DPDK, root/namespace end-to-end), and a bounded fuzz smoke run.
+# 2. Runs formatting, clippy (with and without DPDK), rustdoc (no broken links), every test
+#    (unit, property, conformance, DPDK, root/namespace end-to-end), and a bounded fuzz smoke run.
 #
 # Tests that need root, network namespaces, tshark or DPDK run here: CI runs as root. A missing tool is
 # installed, never skipped. Set HEADROOM_TEST_QUICK=1 to skip the fuzz smoke run during development.
