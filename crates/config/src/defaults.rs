@@ -12,6 +12,12 @@ pub(crate) const DEFAULT_CELL_SIZE_BYTES: u32 = 256;
 pub(crate) const DEFAULT_MAC: [u8; 6] = [0x02, 0x68, 0x72, 0x00, 0x00, 0x00];
 pub(crate) const DEFAULT_ECN_SEED: u64 = 1;
 pub(crate) const DEFAULT_PFC_STORM_ALARM_FRAMES_PER_SECOND: u32 = 2000;
+/// MAC table aging time, seconds (IEEE 802.1Q 8.8.3's recommended default; SAI
+/// `SAI_SWITCH_ATTR_FDB_AGING_TIME`, 0 = no aging).
+pub(crate) const DEFAULT_FDB_AGING_S: u32 = 300;
+/// Longest MAC table aging time, seconds (the top of 802.1Q Table 8-6's range 10..=1 000 000;
+/// shorter times than 10 s are accepted, for labs that study aging).
+pub(crate) const MAX_FDB_AGING_S: u32 = 1_000_000;
 
 /// Packet memory per port used to size the built-in pools when `buffer_size_bytes` is not given.
 pub(crate) const DEFAULT_BUFFER_BYTES_PER_PORT: u64 = 2 * 1024 * 1024;

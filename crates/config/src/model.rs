@@ -83,6 +83,8 @@ pub struct Switch {
     pub buffer_size_bytes: u64,
     /// Seed of the ECN/WRED marking random number generator.
     pub ecn_seed: u64,
+    /// MAC table aging time, seconds; 0: stations are never aged out.
+    pub fdb_aging_s: u32,
     /// Base MAC address of the switch.
     pub mac: [u8; 6],
     /// I/O backend.

@@ -308,11 +308,19 @@ impl Resolver<'_, '_> {
             10_000_000,
             i64::from(def::DEFAULT_PFC_STORM_ALARM_FRAMES_PER_SECOND),
         ));
+        let fdb_aging_s = to_u32(self.ranged(
+            raw.fdb_aging_s,
+            "switch.fdb_aging_s",
+            0,
+            i64::from(def::MAX_FDB_AGING_S),
+            i64::from(def::DEFAULT_FDB_AGING_S),
+        ));
         Switch {
             name,
             cell_size_bytes,
             buffer_size_bytes,
             ecn_seed: raw.ecn_seed.unwrap_or(def::DEFAULT_ECN_SEED),
+            fdb_aging_s,
             mac,
             driver: match raw.driver.unwrap_or(RawDriver::Afpacket) {
                 RawDriver::Afpacket => Driver::AfPacket,

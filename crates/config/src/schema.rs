@@ -144,6 +144,7 @@ pub(crate) struct RawSwitch {
     pub cell_size_bytes: Option<i64>,
     pub buffer_size_bytes: Option<u64>,
     pub ecn_seed: Option<u64>,
+    pub fdb_aging_s: Option<i64>,
     pub mac: Option<String>,
     pub driver: Option<RawDriver>,
     pub pfc_storm_alarm_frames_per_second: Option<i64>,

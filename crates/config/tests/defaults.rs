@@ -20,6 +20,7 @@ fn switch_defaults() {
     assert_eq!(switch.buffer_size_bytes, 8 * 1024 * 1024);
     assert_eq!(switch.driver, Driver::AfPacket);
     assert_eq!(switch.pfc_storm_alarm_frames_per_second, 2000);
+    assert_eq!(switch.fdb_aging_s, 300);
     assert_eq!(switch.log_format, LogFormat::Text);
     assert_eq!(switch.mac, [0x02, 0x68, 0x72, 0, 0, 0]);
     assert_eq!(config.file, "t.toml");

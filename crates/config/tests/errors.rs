@@ -119,6 +119,21 @@ fn profile(body: &str) -> String {
 }
 
 #[test]
+fn fdb_aging_out_of_range_and_in_range() {
+    let text = |v: &str| format!("[switch]\nfdb_aging_s = {v}\n{PORT}");
+    assert_has(
+        &errors(&text("-1")),
+        "t.toml:2:15: switch.fdb_aging_s: -1 is out of range 0..=1000000",
+    );
+    assert_has(
+        &errors(&text("1000001")),
+        "t.toml:2:15: switch.fdb_aging_s: 1000001 is out of range 0..=1000000",
+    );
+    assert_eq!(ok(&text("0")).0.switch.fdb_aging_s, 0);
+    assert_eq!(ok(&text("1000000")).0.switch.fdb_aging_s, 1_000_000);
+}
+
+#[test]
 fn dynamic_th_out_of_range() {
     let errors = errors(&profile(
         "pool = \"ingress_lossless_pool\"\nsize = 0\ndynamic_th = 9\n",

@@ -15,8 +15,15 @@ use std::time::Duration;
 
 /// MAC table entries (not configurable yet).
 pub const FDB_CAPACITY: u32 = 16_384;
-/// MAC aging time, IEEE 802.1Q's default of 300 s.
-pub const FDB_AGING: Duration = Duration::from_secs(300);
+/// The core's MAC aging time for `switch.fdb_aging_s`: 0 (no aging) is the longest time there
+/// is.
+#[must_use]
+pub fn fdb_aging_ns(aging_s: u32) -> u64 {
+    match aging_s {
+        0 => u64::MAX,
+        s => u64::from(s) * 1_000_000_000,
+    }
+}
 
 /// Frames the frame pool holds: enough for a full buffer of 512-byte frames, at least 8192,
 /// at most 262 144 (about 560 MiB of 2 KiB buffers).
@@ -149,7 +156,7 @@ pub fn switch_params(config: &cfg::Config) -> SwitchParams {
         },
         storm_alarm_frames_per_second: config.switch.pfc_storm_alarm_frames_per_second,
         fdb_capacity: FDB_CAPACITY,
-        fdb_aging_ns: u64::try_from(FDB_AGING.as_nanos()).unwrap_or(u64::MAX),
+        fdb_aging_ns: fdb_aging_ns(config.switch.fdb_aging_s),
         // A queue can never hold more frames than the pool has buffers.
         queue_ring_frames: u32::try_from(pool_frames(config).min(32_768)).unwrap_or(32_768),
     }
@@ -212,6 +219,20 @@ mod tests {
             }
         }
         assert!(n >= 4);
+    }
+
+    #[test]
+    fn fdb_aging_reaches_the_core_and_zero_means_never() {
+        let with = |extra: &str| {
+            let text = format!(
+                "[switch]\n{extra}\n[port.Ethernet0]\ndevice = \"eth0\"\nspeed = \"10G\"\n"
+            );
+            let (config, _) = headroom_config::parse(&text, "t.toml").unwrap();
+            switch_params(&config).fdb_aging_ns
+        };
+        assert_eq!(with(""), 300_000_000_000);
+        assert_eq!(with("fdb_aging_s = 5"), 5_000_000_000);
+        assert_eq!(with("fdb_aging_s = 0"), u64::MAX);
     }
 
     #[test]
