@@ -49,8 +49,15 @@ fn backend_for(config: &Config) -> Result<AnyBackend, String> {
     }
 }
 
-fn start_any(config: &Config, backend: &mut AnyBackend) -> Result<Running, String> {
-    let spec = plan::runtime_spec(config);
+/// Starts a dataplane of `config`; `capture_flags`: the captures it must mirror from its first
+/// frame (`ControlPlane::capture_flags_for`; empty at the first start).
+fn start_any(
+    config: &Config,
+    backend: &mut AnyBackend,
+    capture_flags: Vec<u8>,
+) -> Result<Running, String> {
+    let mut spec = plan::runtime_spec(config);
+    spec.capture_flags = capture_flags;
     match backend {
         AnyBackend::AfPacket(b) => start(spec, b).map_err(|e| e.to_string()),
         AnyBackend::Memory(b) => start(spec, b).map_err(|e| e.to_string()),
@@ -117,7 +124,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    let mut running = match start_any(control.config(), &mut backend) {
+    let mut running = match start_any(control.config(), &mut backend, Vec::new()) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot start: {e}");
@@ -185,7 +192,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
         if let Some((text, new, reason, from_socket)) = apply {
             tracing::info!(%reason, "config change: draining queues, then switching to the new configuration");
             let old = running.stop();
-            match restart(&new, &mut backend) {
+            match restart(&new, &mut backend, control.capture_flags_for(&new)) {
                 Ok(r) => {
                     running = r;
                     tracing::info!(%reason, "config change applied");
@@ -197,7 +204,8 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
                 }
                 Err(e) => {
                     tracing::error!(%reason, error = %e, "the new configuration could not start; restarting the previous one");
-                    match restart(control.config(), &mut backend) {
+                    let flags = control.capture_flags_for(control.config());
+                    match restart(control.config(), &mut backend, flags) {
                         Ok(r) => {
                             let previous = control.config().clone();
                             let previous_text = control.config_text().to_owned();
@@ -228,7 +236,11 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
 
 /// Starts a configuration on a fresh backend (ports reopened). A DPDK backend is kept instead
 /// (EAL and its ports exist once per process): its ports are lent to the new lcores.
-fn restart(config: &Config, backend: &mut AnyBackend) -> Result<Running, String> {
+fn restart(
+    config: &Config,
+    backend: &mut AnyBackend,
+    capture_flags: Vec<u8>,
+) -> Result<Running, String> {
     match backend {
         #[cfg(feature = "dpdk")]
         AnyBackend::Dpdk(b) if config.switch.driver == Driver::Dpdk => {
@@ -236,7 +248,7 @@ fn restart(config: &Config, backend: &mut AnyBackend) -> Result<Running, String>
         }
         _ => *backend = backend_for(config)?,
     }
-    start_any(config, backend)
+    start_any(config, backend, capture_flags)
 }
 
 /// Prints the final counters since start (previous dataplanes of reconfigurations included):

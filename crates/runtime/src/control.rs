@@ -1122,20 +1122,40 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// The mirror flags of port `p` of the running configuration: the union of its captures
+    /// (control-only if every one of them is).
+    fn capture_flags_of(&self, p: usize) -> u8 {
+        let mut flags = 0u8;
+        let mut all = false;
+        for s in self.captures.iter().filter(|s| usize::from(s.port) == p) {
+            flags |= s.flags & (CAPTURE_RX | CAPTURE_TX);
+            all |= s.flags & CAPTURE_CONTROL_ONLY == 0;
+        }
+        if flags != 0 && !all {
+            flags |= CAPTURE_CONTROL_ONLY;
+        }
+        flags
+    }
+
     fn update_capture_flags(&self, running: &Running) {
         let control = running.capture_control();
         for p in 0..self.config.ports.len() {
-            let mut flags = 0u8;
-            let mut all = false;
-            for s in self.captures.iter().filter(|s| usize::from(s.port) == p) {
-                flags |= s.flags & (CAPTURE_RX | CAPTURE_TX);
-                all |= s.flags & CAPTURE_CONTROL_ONLY == 0;
-            }
-            if flags != 0 && !all {
-                flags |= CAPTURE_CONTROL_ONLY;
-            }
-            control.set(p, flags);
+            control.set(p, self.capture_flags_of(p));
         }
+    }
+
+    /// The capture flags a dataplane of `config` must start with (`RuntimeSpec::capture_flags`)
+    /// so that running captures see its first frames: captures follow their port by name.
+    #[must_use]
+    pub fn capture_flags_for(&self, config: &Config) -> Vec<u8> {
+        config
+            .ports
+            .iter()
+            .map(|port| {
+                self.port_index(&port.name)
+                    .map_or(0, |p| self.capture_flags_of(p))
+            })
+            .collect()
     }
 
     fn pump_captures(&mut self, running: &mut Running) {

@@ -58,6 +58,10 @@ pub struct RuntimeSpec {
     pub burst: usize,
     /// How long a stop keeps transmitting what is queued.
     pub drain_timeout: Duration,
+    /// Capture flags of each port from the first frame on (`mirror::CAPTURE_*`; empty: no
+    /// capture): a capture that runs across a reconfiguration must not miss what the new
+    /// dataplane receives before the control plane's next turn.
+    pub capture_flags: Vec<u8>,
 }
 
 impl RuntimeSpec {
@@ -78,6 +82,7 @@ impl RuntimeSpec {
             polling: Polling::default(),
             burst: headroom_io::BURST_MAX,
             drain_timeout: Duration::from_millis(200),
+            capture_flags: Vec::new(),
         }
     }
 
@@ -227,6 +232,9 @@ where
     let mut lcore_stats = Vec::new();
     let (mut in_side, mut out_side) = (0, 0);
     let capture = Arc::new(CaptureControl::new(spec.params.ports.len()));
+    for (port, &flags) in spec.capture_flags.iter().enumerate() {
+        capture.set(port, flags);
+    }
     let mut commands = Vec::new();
     let mut mirrors = Vec::new();
     for (n, l) in spec.lcores.iter().enumerate() {

@@ -189,6 +189,7 @@ pub fn runtime_spec(config: &cfg::Config) -> RuntimeSpec {
         },
         burst: usize::from(config.runtime.burst_size).max(1),
         drain_timeout: Duration::from_millis(200),
+        capture_flags: Vec::new(),
     }
 }
 

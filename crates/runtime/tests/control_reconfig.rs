@@ -94,6 +94,13 @@ fn a_capture_keeps_running_across_a_reconfiguration() {
     for f in &frames {
         sw.inject(1, f);
     }
+    // The new dataplane handles them before the control plane's next turn (no poll here): the
+    // capture must already be on in the new dataplane, not set again at that turn.
+    let end = std::time::Instant::now() + control_harness::DEADLINE;
+    while sw.control.total_stats(sw.running(), 1).rx_frames < 2 {
+        assert!(std::time::Instant::now() < end, "the frames were not received");
+        std::thread::yield_now();
+    }
     let records = sw.serve_until(client);
     assert_eq!(records.len(), 2, "{records:?}");
     for (r, f) in records.iter().zip(&frames) {

@@ -120,8 +120,10 @@ impl Switch {
     fn apply(&mut self, text: String, config: Config) {
         let old = self.running.take().expect("running").stop();
         self.backend = backend_for(&config);
-        let running = start(plan::runtime_spec(&config), &mut self.backend)
-            .expect("the new configuration starts");
+        let mut spec = plan::runtime_spec(&config);
+        // As `headroom run`: running captures mirror the new dataplane from its first frame.
+        spec.capture_flags = self.control.capture_flags_for(&config);
+        let running = start(spec, &mut self.backend).expect("the new configuration starts");
         self.taps = config
             .ports
             .iter()
