@@ -377,9 +377,7 @@ impl<F: Frame> Ingress<F> {
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            let len = frame.len();
-            rx_bytes += len as u64;
-            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
+            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, &mut rx_bytes);
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -722,8 +720,9 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
-    /// frame's data goes through the backend's bounds checks).
+    /// Handles one frame and adds its length to `rx_bytes`. The frame's data is read once and
+    /// its length taken from it: each read of a frame's data or length goes through the
+    /// backend's bounds checks.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn handle_frame(
@@ -734,10 +733,12 @@ impl<F: Frame> IngressState<F> {
         now: Instant,
         port: PortId,
         frame: F,
-        len: usize,
+        rx_bytes: &mut u64,
     ) {
         let p = port.index();
         let data = frame.data();
+        let len = data.len();
+        *rx_bytes += len as u64;
         let l2 = match parse_l2(data) {
             Ok(l2) => l2,
             Err(WireError::DoubleTag) => {
