@@ -1015,22 +1015,19 @@ impl<F: Frame> IngressState<F> {
             count_refused(out_counters, q, len);
             return drop_frame(counters, DropReason::QueueRingFull, frame);
         }
-        let queued = Queued {
-            frame,
-            meta: FrameMeta::new(
-                m.in_port.0,
-                u8::try_from(pg).unwrap_or(0),
-                l3_offset,
-                m.l3.is_some_and(|(_, v6)| v6),
-                cells,
-                now.as_nanos(),
-            ),
-        };
+        let meta = FrameMeta::new(
+            m.in_port.0,
+            u8::try_from(pg).unwrap_or(0),
+            l3_offset,
+            m.l3.is_some_and(|(_, v6)| v6),
+            cells,
+            now.as_nanos(),
+        );
         // Publish the bytes before the frame: the egress side that pops it sees them counted.
         ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
         // This side is the ring's only producer and it was not full. (Matched rather than
         // dropped: dropping the `Result` would call its drop glue for the `Err` case.)
-        match producer.push(queued) {
+        match producer.push(Queued { frame, meta }) {
             Ok(()) => {}
             Err(rtrb::PushError::Full(refused)) => {
                 debug_assert!(false, "a ring that was not full refused a frame");
