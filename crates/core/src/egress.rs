@@ -337,6 +337,8 @@ impl<F: Frame> Egress<F> {
         let shared = &*self.shared;
         let side = self.side;
         let counters = &shared.egress_counters[side].ports[p];
+        // This side's PG release counters, `[in port][pg]`: one index per sent frame.
+        let pg_releases = shared.releases.pg_of(side);
         let port = &mut self.ports[i];
         let mut sent = 0;
         while sent < max && eligible != 0 && port.shaper.ready(now) {
@@ -361,13 +363,19 @@ impl<F: Frame> Egress<F> {
             };
             if head.is_none() {
                 eligible &= !(1 << q);
+            } else {
+                // The run below pops at least the head, and every frame popped releases cells.
+                self.released_any = true;
             }
+            // With one ring (one ingress side) the next ring is always that one.
+            let several_rings = queue.rings.len() > 1;
             while let Some((r, head_len)) = head {
                 let Ok(Queued { mut frame, meta }) = queue.rings[r].pop() else {
                     break;
                 };
-                queue.next_ring = if r + 1 == queue.rings.len() { 0 } else { r + 1 };
-                self.released_any = true;
+                if several_rings {
+                    queue.next_ring = if r + 1 == queue.rings.len() { 0 } else { r + 1 };
+                }
                 if run.ring != r {
                     run.flush_ring(shared, side, p, q);
                     run.ring = r;
@@ -393,8 +401,8 @@ impl<F: Frame> Egress<F> {
                 run.ring_bytes += len;
                 run.ring_cells += u64::from(meta.cells);
                 // The PG's cells go back to the ingress side that charged them.
-                shared.releases.pg_block(side, usize::from(meta.in_port))
-                    [usize::from(meta.pg) % PRIORITY_COUNT]
+                pg_releases[usize::from(meta.in_port) * PRIORITY_COUNT
+                    + usize::from(meta.pg) % PRIORITY_COUNT]
                     .add(u64::from(meta.cells));
                 // The next head, which also tells whether the queue is now empty.
                 head = queue.head();

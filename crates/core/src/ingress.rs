@@ -377,9 +377,7 @@ impl<F: Frame> Ingress<F> {
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            let len = frame.len();
-            rx_bytes += len as u64;
-            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, len);
+            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, &mut rx_bytes);
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -722,8 +720,9 @@ impl<F: Frame> IngressState<F> {
         }
     }
 
-    /// Handles one frame of `len` bytes (its length, read once by the caller: each read of a
-    /// frame's data goes through the backend's bounds checks).
+    /// Handles one frame and adds its length to `rx_bytes`. The frame's data is read once and
+    /// its length taken from it: each read of a frame's data or length goes through the
+    /// backend's bounds checks.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn handle_frame(
@@ -734,10 +733,12 @@ impl<F: Frame> IngressState<F> {
         now: Instant,
         port: PortId,
         frame: F,
-        len: usize,
+        rx_bytes: &mut u64,
     ) {
         let p = port.index();
         let data = frame.data();
+        let len = data.len();
+        *rx_bytes += len as u64;
         let l2 = match parse_l2(data) {
             Ok(l2) => l2,
             Err(WireError::DoubleTag) => {
@@ -1014,22 +1015,19 @@ impl<F: Frame> IngressState<F> {
             count_refused(out_counters, q, len);
             return drop_frame(counters, DropReason::QueueRingFull, frame);
         }
-        let queued = Queued {
-            frame,
-            meta: FrameMeta::new(
-                m.in_port.0,
-                u8::try_from(pg).unwrap_or(0),
-                l3_offset,
-                m.l3.is_some_and(|(_, v6)| v6),
-                cells,
-                now.as_nanos(),
-            ),
-        };
+        let meta = FrameMeta::new(
+            m.in_port.0,
+            u8::try_from(pg).unwrap_or(0),
+            l3_offset,
+            m.l3.is_some_and(|(_, v6)| v6),
+            cells,
+            now.as_nanos(),
+        );
         // Publish the bytes before the frame: the egress side that pops it sees them counted.
         ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
         // This side is the ring's only producer and it was not full. (Matched rather than
         // dropped: dropping the `Result` would call its drop glue for the `Err` case.)
-        match producer.push(queued) {
+        match producer.push(Queued { frame, meta }) {
             Ok(()) => {}
             Err(rtrb::PushError::Full(refused)) => {
                 debug_assert!(false, "a ring that was not full refused a frame");

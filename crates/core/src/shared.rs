@@ -185,6 +185,14 @@ impl Releases {
         block(&self.pg, egress_side * self.ports + port)
     }
 
+    /// Every PG release counter kept by `egress_side`, `[port][pg]` flattened: taken once per
+    /// egress poll so that a sent frame's counter is one index away.
+    #[inline]
+    pub(crate) fn pg_of(&self, egress_side: usize) -> &[Counter] {
+        let n = self.ports * PRIORITY_COUNT;
+        &self.pg[egress_side * n..(egress_side + 1) * n]
+    }
+
     /// The eight queue release counters of `port` kept by `egress_side` for `ingress_side`.
     #[inline]
     pub(crate) fn queue_block(
