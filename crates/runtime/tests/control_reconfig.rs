@@ -98,7 +98,10 @@ fn a_capture_keeps_running_across_a_reconfiguration() {
     // capture must already be on in the new dataplane, not set again at that turn.
     let end = std::time::Instant::now() + control_harness::DEADLINE;
     while sw.control.total_stats(sw.running(), 1).rx_frames < 2 {
-        assert!(std::time::Instant::now() < end, "the frames were not received");
+        assert!(
+            std::time::Instant::now() < end,
+            "the frames were not received"
+        );
         std::thread::yield_now();
     }
     let records = sw.serve_until(client);
