@@ -12,6 +12,12 @@ cd "$(dirname "$0")/.."
 
 say() { printf '\n==> %s\n' "$*"; }
 
+# A one-shot run gains nothing from incremental compilation state, which would add about as much
+# to target/ as the build itself (1.7 GiB measured). The disk is shared: CI once failed with
+# "No space left on device" in the fuzz build, so say how much room there is before starting.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+say "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here; a clean run writes about 2.5 GiB"
+
 # --- 1. what the machine needs ------------------------------------------------------------------
 apt_packages=(
     tshark tcpdump iproute2 iperf3 ethtool procps kmod   # lab and conformance tests
