@@ -527,7 +527,10 @@ fn print_usage(spec: &LabSpec, config: &headroom_config::Config, path: &Path, no
     );
     if spec.hosts >= 3 {
         println!(
-            "  # congest {port2}: two senders of DSCP 3 at {rate} Mb/s each, and watch the switch pause them
+            "  # congest {port2}: two senders of DSCP 3 at {rate} Mb/s each; the switch sends them PFC.
+  # Linux hosts do not honour PFC, so they keep sending: PG 3's headroom overflows and the excess
+  # is dropped as ingress_headroom_exhausted (`headroom show ports`). For senders that pause like
+  # a RoCE NIC (rocegen), stop this switch and run `headroom lab incast --prefix {p}`.
   ip netns exec {h2} iperf3 -s -D -p 5201; ip netns exec {h2} iperf3 -s -D -p 5202
   ip netns exec {h0} iperf3 -c {ip2} -p 5201 -u -b {rate}M --tos 0x0c -t 10 & ip netns exec {h1} iperf3 -c {ip2} -p 5202 -u -b {rate}M --tos 0x0c -t 10 &
   ip netns exec {h0} tcpdump -eni {HOST_DEVICE} 'ether proto 0x8808'     # PFC XOFF/XON sent to h0",
