@@ -1091,7 +1091,7 @@ impl Nic {
     }
 
     /// The IP header of a frame of QP `index` to its peer. `Nic::new` checked that the peer's
-    /// family is ours; a mixed pair cannot occur (it would be sent as the peer's family).
+    /// family is ours, so a mixed pair cannot occur (it would go out as IPv6, address mapped).
     fn ip_repr(&self, index: usize, dscp: u8, ecn: Ecn) -> RoceIpRepr {
         let qp = &self.qps[index];
         match (self.local_ip, qp.cfg.peer_ip) {
