@@ -291,9 +291,15 @@ fn pfc_alone_keeps_a_3_to_1_incast_lossless_and_every_sender_honours_it() {
 #[test]
 fn ecn_and_dcqcn_act_first_and_pfc_is_only_the_backstop() {
     let lab = Incast::new();
+    ecn_then_pfc(&lab, &[]);
+}
+
+/// The ECN experiment of `ecn_and_dcqcn_act_first_and_pfc_is_only_the_backstop`, with `extra`
+/// arguments for both runs; returns the reports (without ECN, with ECN) after checking them.
+fn ecn_then_pfc(lab: &Incast, extra: &[&str]) -> (Value, Value) {
     // The same experiment twice, DCQCN on both times; only ECN marking differs.
-    let without = lab.run(&["--ecn", "off", "--dcqcn", "nvidia"]);
-    let with = lab.run(&["--ecn", "on", "--dcqcn", "nvidia"]);
+    let without = lab.run(&[&["--ecn", "off", "--dcqcn", "nvidia"], extra].concat());
+    let with = lab.run(&[&["--ecn", "on", "--dcqcn", "nvidia"], extra].concat());
     for r in [&without, &with] {
         assert_lossless(r);
         assert_pfc_agrees(r);
@@ -345,6 +351,45 @@ fn ecn_and_dcqcn_act_first_and_pfc_is_only_the_backstop() {
     );
     let jain = f(&with, "summary.jain_fairness");
     assert!(jain > 0.95, "Jain's fairness {jain}");
+    (without, with)
+}
+
+/// Every data packet (first transmissions and any retransmission) left the switch through queue
+/// `queue` of the receiver's port; queues 0 and 1 carried only the out-of-band TCP (a few dozen
+/// segments per sender).
+fn assert_data_in_queue(r: &Value, queue: usize) {
+    let ports = r["switch"]["ports"].as_array().expect("ports");
+    let to_receiver = &ports[SENDERS]["queue_packets"];
+    let data: u64 = flows(r).iter().map(|fl| u(fl, "data_packets_sent")).sum();
+    assert!(data > 1000, "{data} data packets");
+    assert_eq!(u(to_receiver, &queue.to_string()), data, "{r:#}");
+    let others = u(to_receiver, "0") + u(to_receiver, "1");
+    assert!(
+        others < 40 * SENDERS as u64,
+        "{others} frames on queues 0/1 of the receiver's port: {to_receiver}"
+    );
+}
+
+/// RoCEv2 over IPv6 (rocegen `--gid fd00::i+1`, IPv4 out-of-band exchange, no kernel IPv6 on the
+/// hosts) through the switch: the switch classifies by the IPv6 traffic class (DSCP 3: lossless
+/// priority 3, queue 3), marks CE in it, and the run is the IPv4 ECN experiment's, with the same
+/// assertions.
+#[test]
+fn rocev2_over_ipv6_is_lossless_in_queue_3_and_ecn_and_dcqcn_act_on_it() {
+    let lab = Incast::new();
+    let (without, with) = ecn_then_pfc(&lab, &["--ipv6"]);
+    for r in [&without, &with] {
+        assert_eq!(r["setup"]["ipv6"], true);
+        assert_eq!(r["setup"]["lossless"], true);
+        assert_eq!(u(r, "setup.priority"), PRIORITY as u64);
+        assert_eq!(u(r, "setup.queue"), 3);
+        // Each rocegen sent from its GID (its own report says so).
+        for (i, flow) in flows(r).iter().enumerate() {
+            assert_eq!(flow["ip"], format!("fd00::{}", i + 1), "{flow:#}");
+        }
+        assert_eq!(r["receiver"]["ip"], format!("fd00::{}", SENDERS + 1));
+        assert_data_in_queue(r, 3);
+    }
 }
 
 #[test]
@@ -358,20 +403,11 @@ fn pcp_tagged_traffic_on_dot1p_trust_ports_is_lossless_in_queue_3() {
     assert_eq!(u(&r, "setup.priority"), PRIORITY as u64);
     assert_eq!(u(&r, "setup.queue"), 3);
     assert_eq!(r["setup"]["lossless"], true);
-    let ports = r["switch"]["ports"].as_array().expect("ports");
-    let to_receiver = &ports[SENDERS]["queue_packets"];
     // Every data packet (first transmissions and any retransmission) left through queue 3 of
-    // the receiver's port: nothing else goes to the receiver on queue 3.
-    let data: u64 = flows(&r).iter().map(|fl| u(fl, "data_packets_sent")).sum();
-    assert!(data > 1000, "{data} data packets");
-    assert_eq!(u(to_receiver, "3"), data, "{r:#}");
-    // Queues 0 and 1 carry only the untagged TCP of rocegen's out-of-band exchange (default
-    // priority 0 under dot1p trust), a few dozen segments per sender, no data.
-    let others = u(to_receiver, "0") + u(to_receiver, "1");
-    assert!(
-        others < 40 * SENDERS as u64,
-        "{others} frames on queues 0/1 of the receiver's port: {to_receiver}"
-    );
+    // the receiver's port: nothing else goes to the receiver on queue 3. Queues 0 and 1 carry
+    // only the untagged TCP of rocegen's out-of-band exchange (default priority 0 under dot1p
+    // trust), a few dozen segments per sender, no data.
+    assert_data_in_queue(&r, 3);
     // Lossless by PCP: the switch paused priority 3 of the tagged senders and lost nothing.
     assert_lossless(&r);
     assert_pfc_agrees(&r);

@@ -1,6 +1,6 @@
 //! The command line: perftest's shape and flags where perftest has them, plus the emulated NIC's.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use headroom_roce::dcqcn::{NvidiaParams, PaperParams, RpParams, BPS_PER_MBPS};
@@ -9,7 +9,8 @@ use headroom_roce::rc::PathMtu;
 use headroom_roce::time::NANOS_PER_MICRO;
 
 use crate::flow::{local_ack_timeout_ns, parse_link_speed, PriorityMap};
-use crate::nic::{QPS_MAX, REQUEST_OVERHEAD_BYTES_MAX};
+use crate::nic::{request_overhead_bytes, QPS_MAX};
+use crate::sys;
 
 /// perftest's out-of-band TCP port.
 pub const DEFAULT_PORT: u16 = 18515;
@@ -263,8 +264,19 @@ pub struct TestArgs {
 
     /// Source IPv4 address [default: the interface's address the TCP exchange used, or its only
     /// one].
-    #[arg(long = "source-ip")]
+    #[arg(long = "source-ip", conflicts_with_all = ["ipv6", "gid"])]
     pub source_ip: Option<Ipv4Addr>,
+
+    /// RoCEv2 over IPv6, as perftest's --ipv6 ("use IPv6 GID"): the RoCE address (GID) is the
+    /// interface's first global (not link-local) IPv6 address, or --gid. The out-of-band TCP
+    /// exchange still goes to SERVER (IPv4). Both sides must use the same family.
+    #[arg(long = "ipv6")]
+    pub ipv6: bool,
+
+    /// The local RoCE address (GID) as an IPv6 address; implies --ipv6. Needs no kernel IPv6 on
+    /// the interface (frames go through AF_PACKET and MACs are exchanged out of band).
+    #[arg(long = "gid", value_name = "IPV6")]
+    pub gid: Option<Ipv6Addr>,
 
     /// Send with PACKET_QDISC_BYPASS (a little faster; tcpdump on this interface then does not see
     /// what this host sends).
@@ -374,6 +386,10 @@ pub struct Settings {
     pub json: bool,
     /// Source IP override.
     pub source_ip: Option<Ipv4Addr>,
+    /// RoCEv2 over IPv6 (`--ipv6` or `--gid`).
+    pub ipv6: bool,
+    /// The IPv6 GID: `--gid`, or filled by [`resolve_gid`] from the interface.
+    pub gid: Option<Ipv6Addr>,
     /// Qdisc bypass.
     pub qdisc_bypass: bool,
     /// Catch-up window.
@@ -403,11 +419,11 @@ impl Settings {
     }
 }
 
-/// The largest path MTU whose full frames fit an interface MTU (the IP packet: 20 + 8 + 12 + 16
-/// + payload + 4 bytes).
+/// The largest path MTU whose full frames fit an interface MTU (the IP packet: 20 (IPv4) or 40
+/// (IPv6) + 8 + 12 + 16 + payload + 4 bytes).
 #[must_use]
-pub fn largest_pmtu_for(interface_mtu: usize) -> Option<PathMtu> {
-    let ip_overhead = REQUEST_OVERHEAD_BYTES_MAX - 18;
+pub fn largest_pmtu_for(interface_mtu: usize, ipv6: bool) -> Option<PathMtu> {
+    let ip_overhead = request_overhead_bytes(ipv6) - 18;
     [
         PathMtu::Mtu4096,
         PathMtu::Mtu2048,
@@ -646,6 +662,14 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
     if !(args.connect_timeout >= 0.0 && args.connect_timeout <= 3600.0) {
         return Err("--connect-timeout must be in 0..=3600 seconds".into());
     }
+    if let Some(gid) = args.gid {
+        if gid.is_unspecified() || gid.is_multicast() || gid.to_ipv4_mapped().is_some() {
+            return Err(format!(
+                "--gid {gid}: a GID must be a unicast IPv6 address (not ::, multicast or \
+                 IPv4-mapped)"
+            ));
+        }
+    }
     Ok(Settings {
         test,
         server: args.server.clone(),
@@ -673,6 +697,8 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
         np: np_config(args)?,
         json: args.json,
         source_ip: args.source_ip,
+        ipv6: args.ipv6 || args.gid.is_some(),
+        gid: args.gid,
         qdisc_bypass: args.qdisc_bypass,
         catch_up_ns: args.catch_up_us.saturating_mul(NANOS_PER_MICRO),
         connect_timeout_s: args.connect_timeout,
@@ -680,6 +706,42 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
         drop_every: args.drop_every,
         mark_ce_every: args.mark_ce_every,
     })
+}
+
+/// The GID `--ipv6` takes without `--gid`: the first global IPv6 address, in the interface's
+/// order (link-local, loopback, unspecified and multicast addresses are not GIDs a peer can
+/// reach).
+#[must_use]
+pub fn first_global_ipv6(addrs: &[Ipv6Addr]) -> Option<Ipv6Addr> {
+    addrs.iter().copied().find(|a| {
+        !(a.is_unspecified()
+            || a.is_loopback()
+            || a.is_multicast()
+            || a.is_unicast_link_local()
+            || a.to_ipv4_mapped().is_some())
+    })
+}
+
+/// With `--ipv6` and no `--gid`, fills [`Settings::gid`] from the interface's addresses. The
+/// error (no such interface, no global IPv6 address) is a bad argument: exit code 2.
+pub fn resolve_gid(settings: &mut Settings) -> Result<(), String> {
+    if !settings.ipv6 || settings.gid.is_some() {
+        return Ok(());
+    }
+    let device = &settings.device;
+    sys::interface_mtu(device)
+        .map_err(|e| format!("--ipv6: interface {device:?}: {e} (is it in this namespace?)"))?;
+    let addrs = sys::interface_ipv6_addrs(device)
+        .map_err(|e| format!("--ipv6: reading the addresses of {device:?}: {e}"))?;
+    let gid = first_global_ipv6(&addrs).ok_or_else(|| {
+        format!(
+            "--ipv6: interface {device:?} has no global IPv6 address (link-local ones are not \
+             GIDs); give the RoCE address with --gid ADDR (it needs no kernel IPv6 on the \
+             interface)"
+        )
+    })?;
+    settings.gid = Some(gid);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -873,10 +935,63 @@ mod tests {
 
     #[test]
     fn pmtu_from_interface_mtu() {
-        assert_eq!(largest_pmtu_for(1500), Some(PathMtu::Mtu1024));
-        assert_eq!(largest_pmtu_for(9000), Some(PathMtu::Mtu4096));
-        assert_eq!(largest_pmtu_for(4156), Some(PathMtu::Mtu4096));
-        assert_eq!(largest_pmtu_for(4155), Some(PathMtu::Mtu2048));
-        assert_eq!(largest_pmtu_for(200), None);
+        assert_eq!(largest_pmtu_for(1500, false), Some(PathMtu::Mtu1024));
+        assert_eq!(largest_pmtu_for(9000, false), Some(PathMtu::Mtu4096));
+        assert_eq!(largest_pmtu_for(4156, false), Some(PathMtu::Mtu4096));
+        assert_eq!(largest_pmtu_for(4155, false), Some(PathMtu::Mtu2048));
+        assert_eq!(largest_pmtu_for(200, false), None);
+        // IPv6: a 40-byte header, 20 bytes more.
+        assert_eq!(largest_pmtu_for(4176, true), Some(PathMtu::Mtu4096));
+        assert_eq!(largest_pmtu_for(4175, true), Some(PathMtu::Mtu2048));
+        assert_eq!(largest_pmtu_for(1500, true), Some(PathMtu::Mtu1024));
+    }
+
+    #[test]
+    fn ipv6_and_gid() {
+        let s = parse(&["write_bw", "-d", "e", "10.0.0.2"]).unwrap();
+        assert_eq!((s.ipv6, s.gid), (false, None));
+        let s = parse(&["write_bw", "-d", "e", "10.0.0.2", "--ipv6"]).unwrap();
+        assert_eq!((s.ipv6, s.gid), (true, None));
+        let s = parse(&["write_bw", "-d", "e", "--gid", "fd00::2"]).unwrap();
+        assert_eq!((s.ipv6, s.gid), (true, Some("fd00::2".parse().unwrap())));
+        for line in [
+            &["write_bw", "-d", "e", "--gid", "10.0.0.1"][..],
+            &["write_bw", "-d", "e", "--gid", "::"],
+            &["write_bw", "-d", "e", "--gid", "ff02::1"],
+            &["write_bw", "-d", "e", "--gid", "::ffff:10.0.0.1"],
+            &["write_bw", "-d", "e", "--ipv6", "--source-ip", "10.0.0.1"],
+            &[
+                "write_bw",
+                "-d",
+                "e",
+                "--gid",
+                "fd00::1",
+                "--source-ip",
+                "10.0.0.1",
+            ],
+        ] {
+            assert!(parse(line).is_err(), "{line:?}");
+        }
+        // The GID --ipv6 takes: the first global address, never a link-local one.
+        let addrs: Vec<Ipv6Addr> = ["fe80::1", "::1", "fd00::7", "2001:db8::1"]
+            .iter()
+            .map(|a| a.parse().unwrap())
+            .collect();
+        assert_eq!(first_global_ipv6(&addrs), Some("fd00::7".parse().unwrap()));
+        assert_eq!(first_global_ipv6(&addrs[..2]), None);
+        // Without one, a clear error that names the interface and suggests --gid.
+        let mut s = parse(&["write_bw", "-d", "lo", "--ipv6"]).unwrap();
+        let error = resolve_gid(&mut s).unwrap_err();
+        assert!(
+            error.contains("\"lo\"") && error.contains("--gid"),
+            "{error}"
+        );
+        assert_eq!(s.gid, None);
+        let mut s = parse(&["write_bw", "-d", "no-such-if0", "--ipv6"]).unwrap();
+        assert!(resolve_gid(&mut s).unwrap_err().contains("no-such-if0"));
+        // An explicit GID is kept as given.
+        let mut s = parse(&["write_bw", "-d", "no-such-if0", "--gid", "fd00::1"]).unwrap();
+        resolve_gid(&mut s).unwrap();
+        assert_eq!(s.gid, Some("fd00::1".parse().unwrap()));
     }
 }

@@ -18,6 +18,10 @@
 //! * **DCQCN**: the NP sends a CNP (opcode 0x81, BECN, `cnp_dscp`) for CE-marked request packets,
 //!   at most one per QP per interval; the RP cuts and recovers the QP's rate, which a per-QP token
 //!   bucket enforces (`headroom_roce::{np, dcqcn, pacer}`).
+//! * **IPv4 or IPv6**: the NIC speaks RoCEv2 over the family of its own address (its GID, as
+//!   perftest's `--ipv6` selects); every QP's peer must be of the same family. Over IPv6 the
+//!   traffic class carries DSCP and ECN, the hop limit is [`TTL`], the flow label is the QP's
+//!   (see [`QpConfig`]), the UDP checksum is computed, and the ICRC masks the IPv6 fields.
 //! * **One emulated link** (`--link-speed`): every frame, data or control, is serialized on it at
 //!   its wire size (FCS, preamble and inter-frame gap included); control frames (CNPs, then
 //!   ACKs/NAKs) go before data, as NICs schedule them.
@@ -32,7 +36,7 @@
 //! link time instead of bursting it.
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use core::fmt;
 
@@ -53,28 +57,39 @@ use headroom_wire::roce::{
     RoceIpRepr, RoceV2Headers, RoceV2PacketRepr, BTH_LEN, DEFAULT_PKEY, ICRC_LEN, RETH_LEN,
 };
 use headroom_wire::vlan::{self, VlanTci};
-use headroom_wire::{ipv4, udp, Ecn};
+use headroom_wire::{ipv4, ipv6, udp, Ecn};
 
-use crate::flow::udp_sport;
+use crate::flow::{flow_label, udp_sport};
 
 /// Most queue pairs one NIC runs (perftest's `-q` has no documented limit; this bounds the per-call
 /// work of the scheduler, which looks at every QP).
 pub const QPS_MAX: usize = 1024;
 
-/// IPv4 TTL of every frame (rxe: the QP's hop limit, 64 by default).
+/// IPv4 TTL and IPv6 hop limit of every frame (rxe: the QP's hop limit, 64 by default).
 pub const TTL: u8 = 64;
 
 /// Bytes of the payload pattern: the largest path MTU plus one period of the pattern.
 const PATTERN_LEN: usize = 4096 + 256;
 
-/// Headers around a request payload at most: Ethernet + 802.1Q + IPv4 + UDP + BTH + RETH + ICRC.
-pub const REQUEST_OVERHEAD_BYTES_MAX: usize = ethernet::HEADER_LEN
-    + vlan::TAG_LEN
-    + ipv4::HEADER_LEN
-    + udp::HEADER_LEN
-    + BTH_LEN
-    + RETH_LEN
-    + ICRC_LEN;
+/// Headers around a request payload at most, over IPv4 or IPv6 (`ipv6`): Ethernet + 802.1Q + IP +
+/// UDP + BTH + RETH + ICRC.
+#[must_use]
+pub const fn request_overhead_bytes(ipv6: bool) -> usize {
+    ethernet::HEADER_LEN
+        + vlan::TAG_LEN
+        + if ipv6 {
+            ipv6::HEADER_LEN
+        } else {
+            ipv4::HEADER_LEN
+        }
+        + udp::HEADER_LEN
+        + BTH_LEN
+        + RETH_LEN
+        + ICRC_LEN
+}
+
+/// Headers around a request payload at most, whatever the family (IPv6's 40-byte header).
+pub const REQUEST_OVERHEAD_BYTES_MAX: usize = request_overhead_bytes(true);
 
 /// One queue pair: both ends of the connection, as exchanged out of band. Each QP has its own
 /// peer, so one NIC can talk to several hosts (a server with several clients).
@@ -82,8 +97,14 @@ pub const REQUEST_OVERHEAD_BYTES_MAX: usize = ethernet::HEADER_LEN
 pub struct QpConfig {
     /// The peer's MAC address (the next hop: the peer itself on a flat L2 fabric).
     pub peer_mac: MacAddress,
-    /// The peer's IPv4 address.
-    pub peer_ip: Ipv4Addr,
+    /// The peer's RoCE address (its GID): IPv4 or IPv6, the family of the NIC's own.
+    ///
+    /// Over IPv6 every frame of the QP carries the flow label [`flow_label`]`(local QPN, remote
+    /// QPN)`: the label Linux computes for a RoCEv2 QP (`rdma_calc_flow_label`) and from which
+    /// the UDP source port is derived (`rdma_flow_label_to_udp_sport`), so that a switch hashing
+    /// the IPv6 3-tuple (RFC 6438) and one hashing the UDP 5-tuple see the same per-QP flows.
+    /// It is symmetric in the two QPNs: both directions of a connection carry the same label.
+    pub peer_ip: IpAddr,
     /// Our QPN (24 bits): the DestQP of what the peer sends us.
     pub local_qpn: u32,
     /// The peer's QPN: the DestQP of what we send.
@@ -103,8 +124,8 @@ pub struct QpConfig {
 pub struct NicConfig {
     /// Our port's MAC address.
     pub local_mac: MacAddress,
-    /// Our IPv4 address.
-    pub local_ip: Ipv4Addr,
+    /// Our RoCE address (GID), IPv4 or IPv6: the family of every frame.
+    pub local_ip: IpAddr,
     /// 802.1Q VLAN ID to tag every frame with (0: priority tag only); `None`: untagged.
     pub vlan_id: Option<u16>,
     /// DSCP of data and ACK frames.
@@ -157,6 +178,13 @@ pub enum NicError {
     },
     /// The data priority is above 7 or a DSCP above 63.
     BadMarking(&'static str),
+    /// A QP's peer address is not of the family of ours (one side runs IPv6, the other IPv4).
+    FamilyMismatch {
+        /// Our address.
+        local: IpAddr,
+        /// The peer's.
+        peer: IpAddr,
+    },
     /// The DCQCN RP parameters were refused.
     Rp(RpParamError),
     /// The NP parameters were refused.
@@ -184,6 +212,13 @@ impl fmt::Display for NicError {
                  {max_frame_bytes} (raise the interface MTU or lower -m)"
             ),
             Self::BadMarking(why) => f.write_str(why),
+            Self::FamilyMismatch { local, peer } => write!(
+                f,
+                "address family mismatch: our RoCE address {local} is {} but the peer's {peer} is \
+                 {} (run both sides with --ipv6, or neither)",
+                family_name(*local),
+                family_name(*peer)
+            ),
             Self::Rp(e) => write!(f, "DCQCN RP parameters: {e}"),
             Self::Np(e) => write!(f, "DCQCN NP parameters: {e}"),
             Self::Link(e) => write!(f, "link: {e}"),
@@ -235,11 +270,12 @@ pub enum TxKind {
 pub struct NicCounters {
     /// Frames handed to [`Nic::handle_frame`].
     pub rx_frames_total: u64,
-    /// RoCEv2 packets to our IP with a good ICRC.
+    /// RoCEv2 packets to our IP (GID) with a good ICRC.
     pub rx_roce_total: u64,
     /// Frames that are not RoCEv2 nor MAC Control (ARP, the TCP exchange, ...): ignored.
     pub rx_non_roce_total: u64,
-    /// RoCEv2 packets to another IP address (flooded by a switch): ignored.
+    /// RoCEv2 packets to another IP address or of the other family (flooded by a switch):
+    /// ignored.
     pub rx_not_for_us_total: u64,
     /// RoCEv2 packets to us whose ICRC does not verify: dropped.
     pub rx_icrc_errors_total: u64,
@@ -324,6 +360,8 @@ pub struct QpRateReport {
 struct Qp {
     cfg: QpConfig,
     udp_sport: u16,
+    /// IPv6 flow label (unused over IPv4).
+    flow_label: u32,
     requester: Requester,
     responder: Responder,
     rp: Option<Rp>,
@@ -340,7 +378,7 @@ struct Qp {
 #[derive(Debug)]
 pub struct Nic {
     local_mac: MacAddress,
-    local_ip: Ipv4Addr,
+    local_ip: IpAddr,
     vlan_id: Option<u16>,
     data_dscp: u8,
     data_priority: Priority,
@@ -377,7 +415,18 @@ impl Nic {
         if cfg.data_dscp > 63 {
             return Err(NicError::BadMarking("DSCP must be in 0..=63"));
         }
-        let frame_bytes = REQUEST_OVERHEAD_BYTES_MAX + cfg.pmtu.bytes() as usize;
+        if let Some(qp) = cfg
+            .qps
+            .iter()
+            .find(|qp| qp.peer_ip.is_ipv6() != cfg.local_ip.is_ipv6())
+        {
+            return Err(NicError::FamilyMismatch {
+                local: cfg.local_ip,
+                peer: qp.peer_ip,
+            });
+        }
+        let frame_bytes =
+            request_overhead_bytes(cfg.local_ip.is_ipv6()) + cfg.pmtu.bytes() as usize;
         if frame_bytes > cfg.max_frame_bytes {
             return Err(NicError::MtuTooLarge {
                 frame_bytes,
@@ -429,6 +478,7 @@ impl Nic {
             qps.push(Qp {
                 cfg: *qp,
                 udp_sport: udp_sport(qp.local_qpn, qp.remote_qpn),
+                flow_label: flow_label(qp.local_qpn, qp.remote_qpn),
                 requester,
                 responder,
                 rp,
@@ -592,7 +642,8 @@ impl Nic {
             self.counters.rx_non_roce_total += 1;
             return;
         };
-        if headers.dst_addr != IpAddr::V4(self.local_ip) {
+        // Also what is of the other family: a GID is one address.
+        if headers.dst_addr != self.local_ip {
             self.counters.rx_not_for_us_total += 1;
             return;
         }
@@ -829,11 +880,12 @@ impl Nic {
         let mut repr = RoceV2PacketRepr::cnp(
             qp.peer_mac,
             self.local_mac,
-            self.ip_repr(qp.peer_ip, cnp.dscp, Ecn::Ect0),
+            self.ip_repr(index, cnp.dscp, Ecn::Ect0),
             self.qps[index].udp_sport,
             qp.remote_qpn,
         );
         repr.vlan = vlan;
+        repr.udp_checksum = self.udp_checksum();
         let len = self.emit(&repr, buf)?;
         self.counters.tx_cnps_total += 1;
         Some(self.sent(start, len, TxKind::Cnp { qp: index }))
@@ -861,14 +913,14 @@ impl Nic {
             qp.ack_since = None;
             let remote_qpn = qp.cfg.remote_qpn;
             let sport = qp.udp_sport;
-            let (peer_mac, peer_ip) = (qp.cfg.peer_mac, qp.cfg.peer_ip);
+            let peer_mac = qp.cfg.peer_mac;
             let repr = RoceV2PacketRepr {
                 dst_addr: peer_mac,
                 src_addr: self.local_mac,
                 vlan: self.data_vlan(),
-                ip: self.ip_repr(peer_ip, self.data_dscp, Ecn::Ect0),
+                ip: self.ip_repr(index, self.data_dscp, Ecn::Ect0),
                 udp_src_port: sport,
-                udp_checksum: false,
+                udp_checksum: self.udp_checksum(),
                 bth: bth(Opcode::Acknowledge, remote_qpn, false, ack.psn),
                 ext: ExtRepr {
                     aeth: Some(AethRepr {
@@ -996,12 +1048,12 @@ impl Nic {
             src_addr: self.local_mac,
             vlan: self.data_vlan(),
             ip: self.ip_repr(
-                qp.cfg.peer_ip,
+                index,
                 self.data_dscp,
                 if mark_ce { Ecn::Ce } else { Ecn::Ect0 },
             ),
             udp_src_port: qp.udp_sport,
-            udp_checksum: false,
+            udp_checksum: self.udp_checksum(),
             bth: bth(
                 Opcode::from(packet.opcode.value()),
                 qp.cfg.remote_qpn,
@@ -1038,18 +1090,42 @@ impl Nic {
             .map(|vid| VlanTci::new(self.data_priority.get(), false, vid))
     }
 
-    fn ip_repr(&self, peer_ip: Ipv4Addr, dscp: u8, ecn: Ecn) -> RoceIpRepr {
-        RoceIpRepr::V4 {
-            src_addr: self.local_ip,
-            dst_addr: peer_ip,
-            dscp,
-            ecn,
-            hop_limit: TTL,
-            // Filled per frame by `emit_with_ident`.
-            ident: 0,
-            // rxe sets DF on RoCEv2 (`prepare_ipv4_hdr`).
-            dont_frag: true,
+    /// The IP header of a frame of QP `index` to its peer. `Nic::new` checked that the peer's
+    /// family is ours, so a mixed pair cannot occur (it would go out as IPv6, address mapped).
+    fn ip_repr(&self, index: usize, dscp: u8, ecn: Ecn) -> RoceIpRepr {
+        let qp = &self.qps[index];
+        match (self.local_ip, qp.cfg.peer_ip) {
+            (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => RoceIpRepr::V4 {
+                src_addr,
+                dst_addr,
+                dscp,
+                ecn,
+                hop_limit: TTL,
+                // Filled per frame by `emit_with_ident`.
+                ident: 0,
+                // rxe sets DF on RoCEv2 (`prepare_ipv4_hdr`).
+                dont_frag: true,
+            },
+            (src, dst) => RoceIpRepr::V6 {
+                src_addr: to_ipv6(src),
+                dst_addr: to_ipv6(dst),
+                // Traffic class = DSCP << 2 | ECN, as the IPv4 TOS byte.
+                dscp,
+                ecn,
+                // The QP's flow label: see `QpConfig::peer_ip`.
+                flow_label: qp.flow_label,
+                hop_limit: TTL,
+            },
         }
+    }
+
+    /// Whether frames carry a UDP checksum: over IPv6 only. IPv4 RoCEv2 senders send 0 (rxe
+    /// `prepare_udp_hdr`); over IPv6 a zero UDP checksum is illegal (RFC 8200 §8.1, outside the
+    /// RFC 6935/6936 tunnel exception), receivers' stacks and tshark flag it, so the builder
+    /// computes it there. It covers the ICRC, not the traffic class: a switch's CE mark keeps
+    /// it valid.
+    fn udp_checksum(&self) -> bool {
+        self.local_ip.is_ipv6()
     }
 
     /// When [`Nic::handle_timeout`] or [`Nic::poll_transmit`] next has something to do, if ever:
@@ -1122,6 +1198,23 @@ fn emit_with_ident(repr: &RoceV2PacketRepr<'_>, ident: &mut u16, buf: &mut [u8])
     }
     *ident = ident.wrapping_add(1);
     repr.emit(buf).ok()
+}
+
+/// `ip` as IPv6 (an IPv4 address mapped, which `Nic::new` never lets through to the wire).
+fn to_ipv6(ip: IpAddr) -> std::net::Ipv6Addr {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+/// "IPv4" or "IPv6".
+fn family_name(ip: IpAddr) -> &'static str {
+    if ip.is_ipv6() {
+        "IPv6"
+    } else {
+        "IPv4"
+    }
 }
 
 /// The payload the sender writes for a packet: byte `j` is `(psn + j) mod 256`, so that the

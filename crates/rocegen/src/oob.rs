@@ -1,13 +1,14 @@
 //! The out-of-band exchange over TCP, perftest's "Ethernet" data exchange method: the client
-//! connects to the server (port 18515 by default), each side tells the other its MAC, IP and,
-//! per QP, QPN, first PSN, R_Key and virtual address; the client also says what test to run. At
-//! the end each side sends its report to the other.
+//! connects to the server (port 18515 by default), each side tells the other its MAC, RoCE
+//! address (IPv4, or the IPv6 GID with `--ipv6`: both sides must use the same family) and, per
+//! QP, QPN, first PSN, R_Key and virtual address; the client also says what test to run. At the
+//! end each side sends its report to the other.
 //!
 //! Messages are JSON objects, one per line (`serde_json`). A line longer than
 //! [`MESSAGE_BYTES_MAX`] is refused, so a broken peer cannot make us buffer without bound.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -36,8 +37,9 @@ pub struct QpInfo {
 pub struct Endpoint {
     /// MAC address of the RoCE interface, `aa:bb:cc:dd:ee:ff`.
     pub mac: String,
-    /// IPv4 address of the RoCE interface.
-    pub ip: Ipv4Addr,
+    /// RoCE address of the interface: IPv4, or IPv6 (the GID) with `--ipv6`. JSON: the address
+    /// as text, so an IPv4 endpoint is what it always was.
+    pub ip: IpAddr,
     /// The QPs, in order: QP i of the client talks to QP i of the server.
     pub qps: Vec<QpInfo>,
 }
@@ -276,7 +278,7 @@ mod tests {
                 },
                 endpoint: Endpoint {
                     mac: "02:00:00:00:00:01".into(),
-                    ip: Ipv4Addr::new(10, 0, 0, 1),
+                    ip: IpAddr::from([10, 0, 0, 1]),
                     qps: vec![QpInfo {
                         qpn: 0x11,
                         psn: 0x22,

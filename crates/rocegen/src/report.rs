@@ -347,7 +347,7 @@ pub struct DriverStats {
 pub struct EndpointReport {
     /// MAC address.
     pub mac: String,
-    /// IPv4 address.
+    /// RoCE address: IPv4, or the IPv6 GID with `--ipv6`.
     pub ip: String,
     /// QPs.
     pub qps: Vec<crate::oob::QpInfo>,

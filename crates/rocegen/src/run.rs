@@ -211,6 +211,49 @@ fn open_port(settings: &Settings) -> Result<Port, RunError> {
     })
 }
 
+/// Our RoCE address: with `--ipv6` the GID (`--gid`, else the interface's first global IPv6
+/// address); otherwise our IPv4 address on the interface (see [`local_ipv4`]).
+fn local_roce_addr(settings: &Settings, oob_local: IpAddr) -> Result<IpAddr, RunError> {
+    if !settings.ipv6 {
+        return local_ipv4(settings, oob_local).map(IpAddr::V4);
+    }
+    if let Some(gid) = settings.gid {
+        return Ok(IpAddr::V6(gid));
+    }
+    // `main` resolves it first (a bad argument, exit 2); a library caller may not have.
+    let mut resolved = settings.clone();
+    crate::cli::resolve_gid(&mut resolved).map_err(RunError::Setup)?;
+    resolved
+        .gid
+        .map(IpAddr::V6)
+        .ok_or_else(|| RunError::Setup("--ipv6: no GID".into()))
+}
+
+fn family_name(ip: IpAddr) -> &'static str {
+    if ip.is_ipv6() {
+        "IPv6 (--ipv6)"
+    } else {
+        "IPv4"
+    }
+}
+
+/// Both sides must run RoCE over the same IP family: refuses a peer of the other one, with a
+/// message that says what to do (it is sent to the peer too).
+fn check_family(
+    (ours, our_role): (IpAddr, &str),
+    (theirs, their_role): (IpAddr, &str),
+) -> Result<(), RunError> {
+    if ours.is_ipv6() == theirs.is_ipv6() {
+        return Ok(());
+    }
+    Err(RunError::Peer(format!(
+        "address family mismatch: the {our_role} runs RoCEv2 over {} ({ours}) but the \
+         {their_role} over {} ({theirs}); run both sides with --ipv6 (or --gid), or neither",
+        family_name(ours),
+        family_name(theirs)
+    )))
+}
+
 /// Our IPv4 address on the interface: `--source-ip`, else the address the TCP exchange uses if
 /// it is on the interface, else the interface's only address.
 fn local_ipv4(settings: &Settings, oob_local: IpAddr) -> Result<Ipv4Addr, RunError> {
@@ -242,7 +285,9 @@ fn local_ipv4(settings: &Settings, oob_local: IpAddr) -> Result<Ipv4Addr, RunErr
 /// NIC steers RoCEv2 to its RDMA engine so the host stack never sees it; ours also reaches the
 /// host stack (AF_PACKET only taps), so we hold the port open and never read it. `None` if
 /// another rocegen on this host holds it already (which serves the same purpose).
-fn udp_4791_sink(ip: Ipv4Addr) -> Option<UdpSocket> {
+/// Over IPv6 the same holds where the kernel has the GID on the interface; where it does not
+/// (kernel IPv6 off, or a GID given with `--gid` only) the bind fails and nothing is needed.
+fn udp_4791_sink(ip: IpAddr) -> Option<UdpSocket> {
     UdpSocket::bind((ip, ROCEV2_UDP_PORT)).ok()
 }
 
@@ -255,7 +300,7 @@ struct PeerQps<'a> {
 fn nic_config(
     settings: &Settings,
     port: &Port,
-    local_ip: Ipv4Addr,
+    local_ip: IpAddr,
     pmtu: PathMtu,
     tx_depth: usize,
     peers: &[PeerQps<'_>],
@@ -707,7 +752,7 @@ fn cpu_times() -> (u64, u64) {
 }
 
 impl Host {
-    fn new(nic: Nic, port: Port, oobs: Vec<Oob>, local_ip: Ipv4Addr) -> Self {
+    fn new(nic: Nic, port: Port, oobs: Vec<Oob>, local_ip: IpAddr) -> Self {
         let poll = sys::PollSet::with_capacity(2 + oobs.len());
         Self {
             nic,
@@ -1003,7 +1048,7 @@ fn build_report(
     }
     let empty = Endpoint {
         mac: String::new(),
-        ip: Ipv4Addr::UNSPECIFIED,
+        ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         qps: Vec::new(),
     };
     Report {
@@ -1083,7 +1128,7 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
     };
     let pmtu = match settings
         .mtu
-        .or_else(|| largest_pmtu_for(port.interface_mtu))
+        .or_else(|| largest_pmtu_for(port.interface_mtu, settings.ipv6))
     {
         Some(pmtu) => pmtu,
         None => {
@@ -1109,7 +1154,7 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         .stream()
         .local_addr()
         .map_err(|e| RunError::Setup(e.to_string()))
-        .and_then(|a| local_ipv4(settings, a.ip()))
+        .and_then(|a| local_roce_addr(settings, a.ip()))
     {
         Ok(ip) => ip,
         Err(e) => {
@@ -1142,14 +1187,22 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         .and_then(|()| oob.recv(HANDSHAKE_TIMEOUT))
         .map_err(RunError::from)
         .and_then(|reply| match reply {
-            Message::Accept { endpoint } if endpoint.qps.len() == settings.qps => Ok(endpoint),
+            Message::Accept { endpoint } if endpoint.qps.len() == settings.qps => {
+                check_family((local_ip, "client"), (endpoint.ip, "server")).map(|()| endpoint)
+            }
             Message::Accept { .. } => Err(RunError::Peer("wrong number of QPs".into())),
             Message::Error { reason } => Err(RunError::Peer(reason)),
             other => Err(RunError::Peer(format!("unexpected reply {other:?}"))),
         });
     let remote = match handshake {
         Ok(remote) => remote,
-        Err(e) => return failed(settings, role, &e),
+        Err(e) => {
+            // The server waits for our start; tell it why there is none (it may be gone).
+            let _ = oob.send(&Message::Error {
+                reason: e.to_string(),
+            });
+            return failed(settings, role, &e);
+        }
     };
     let peers = [PeerQps {
         local: &local.qps,
@@ -1263,10 +1316,16 @@ fn server_setup(
     settings: &Settings,
     port: &Port,
     clients: &[Client],
-) -> Result<(Ipv4Addr, PathMtu, Vec<Endpoint>, Nic), RunError> {
+) -> Result<(IpAddr, PathMtu, Vec<Endpoint>, Nic), RunError> {
     let first = clients
         .first()
         .ok_or_else(|| RunError::Setup("no client".into()))?;
+    let local_addr = first
+        .oob
+        .stream()
+        .local_addr()
+        .map_err(|e| RunError::Setup(e.to_string()))?;
+    let local_ip = local_roce_addr(settings, local_addr.ip())?;
     let pmtu = PathMtu::from_bytes(first.shape.mtu)
         .ok_or_else(|| RunError::Peer(format!("bad path MTU {}", first.shape.mtu)))?;
     let mut total_qps = 0;
@@ -1281,6 +1340,7 @@ fn server_setup(
                 settings.test.name()
             )));
         }
+        check_family((local_ip, "server"), (client.endpoint.ip, "client"))?;
         if shape.qps == 0 || shape.qps != client.endpoint.qps.len() {
             return Err(RunError::Peer("bad number of QPs".into()));
         }
@@ -1299,12 +1359,6 @@ fn server_setup(
             crate::nic::QPS_MAX
         )));
     }
-    let local_addr = first
-        .oob
-        .stream()
-        .local_addr()
-        .map_err(|e| RunError::Setup(e.to_string()))?;
-    let local_ip = local_ipv4(settings, local_addr.ip())?;
     // One run of consecutive QPNs, split among the clients.
     let mut all = make_qps(total_qps).into_iter();
     let locals: Vec<Endpoint> = clients

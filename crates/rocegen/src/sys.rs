@@ -3,12 +3,35 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::time::Duration;
 
 /// The IPv4 addresses configured on `interface` (in the calling thread's network namespace).
 pub fn interface_ipv4_addrs(interface: &str) -> io::Result<Vec<Ipv4Addr>> {
+    Ok(interface_addrs(interface)?
+        .into_iter()
+        .filter_map(|a| match a {
+            IpAddr::V4(v4) => Some(v4),
+            IpAddr::V6(_) => None,
+        })
+        .collect())
+}
+
+/// The IPv6 addresses configured on `interface`, in the kernel's order (none when the kernel's
+/// IPv6 is disabled there).
+pub fn interface_ipv6_addrs(interface: &str) -> io::Result<Vec<Ipv6Addr>> {
+    Ok(interface_addrs(interface)?
+        .into_iter()
+        .filter_map(|a| match a {
+            IpAddr::V6(v6) => Some(v6),
+            IpAddr::V4(_) => None,
+        })
+        .collect())
+}
+
+/// The IPv4 and IPv6 addresses configured on `interface`.
+fn interface_addrs(interface: &str) -> io::Result<Vec<IpAddr>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: `head` is a valid out-pointer; on success the list is freed below.
     if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
@@ -30,12 +53,17 @@ pub fn interface_ipv4_addrs(interface: &str) -> io::Result<Vec<Ipv4Addr>> {
         }
         // SAFETY: `ifa_addr` points to a sockaddr owned by the list; its family says its type.
         let family = i32::from(unsafe { (*node.ifa_addr).sa_family });
-        if family != libc::AF_INET {
-            continue;
+        if family == libc::AF_INET {
+            // SAFETY: the family is AF_INET, so the sockaddr is a sockaddr_in.
+            let sin = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in>() };
+            addrs.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                sin.sin_addr.s_addr,
+            ))));
+        } else if family == libc::AF_INET6 {
+            // SAFETY: the family is AF_INET6, so the sockaddr is a sockaddr_in6.
+            let sin6 = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in6>() };
+            addrs.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
         }
-        // SAFETY: the family is AF_INET, so the sockaddr is a sockaddr_in.
-        let sin = unsafe { &*node.ifa_addr.cast::<libc::sockaddr_in>() };
-        addrs.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
     }
     // SAFETY: `head` came from a successful getifaddrs and is freed once.
     unsafe { libc::freeifaddrs(head) };
@@ -164,6 +192,12 @@ mod tests {
         let addrs = interface_ipv4_addrs("lo").unwrap();
         assert!(addrs.contains(&Ipv4Addr::LOCALHOST), "{addrs:?}");
         assert!(interface_ipv4_addrs("no-such-if0").unwrap().is_empty());
+        assert!(interface_ipv6_addrs("no-such-if0").unwrap().is_empty());
+        // IPv4 only in the IPv4 list; ::1 is lo's if the kernel's IPv6 is on here.
+        let v6 = interface_ipv6_addrs("lo").unwrap();
+        let ipv6_on = std::fs::read_to_string("/proc/sys/net/ipv6/conf/lo/disable_ipv6")
+            .is_ok_and(|v| v.trim() == "0");
+        assert_eq!(v6.contains(&Ipv6Addr::LOCALHOST), ipv6_on, "{v6:?}");
         assert!(interface_mtu("lo").unwrap() >= 1500);
         assert!(interface_mtu("../x").is_err());
     }

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    float, num, read_pcap, read_pcap_truncated, send_frame, serial, tshark_fields, Capture, Fabric,
-    Lab,
+    float, num, read_pcap, read_pcap_truncated, send_frame, serial, tshark_fields,
+    tshark_fields_with, Capture, Fabric, Lab,
 };
+use headroom_rocegen::flow::flow_label;
 use headroom_wire::ethernet::{parse_l2, EtherType, MacAddress};
 use headroom_wire::mac_control::{MacControlRepr, PfcRepr, FRAME_LEN};
 use headroom_wire::roce::{parse_rocev2, verify_icrc_frame, Opcode};
@@ -616,4 +617,250 @@ fn one_server_takes_several_clients_at_once() {
         float(&clients[0], "bw.0.bw_average_mb_per_sec"),
         float(&clients[1], "bw.0.bw_average_mb_per_sec")
     );
+}
+
+// ---- RoCEv2 over IPv6 ---------------------------------------------------------------------------
+
+const GID_A: &str = "fd00::1";
+const GID_B: &str = "fd00::2";
+
+const FIELDS6: &[&str] = &[
+    "frame.number",
+    "frame.protocols",
+    "ipv6.src",
+    "ipv6.dst",
+    "ipv6.tclass.dscp",
+    "ipv6.tclass.ecn",
+    "ipv6.flow",
+    "ipv6.hlim",
+    "ipv6.nxt",
+    "udp.srcport",
+    "udp.dstport",
+    "udp.checksum.status",
+    "infiniband.bth.opcode",
+    "infiniband.bth.destqp",
+    "infiniband.bth.psn",
+    "infiniband.reth.dmalen",
+    "infiniband.aeth.syndrome",
+    "_ws.expert.severity",
+    "_ws.expert.message",
+    "_ws.malformed",
+];
+
+/// A tshark integer field, decimal or `0x` hex.
+fn field_int(text: &str) -> u64 {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    }
+    .unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+#[test]
+fn ipv6_wire_conformance_tshark_and_icrc() {
+    let _serial = serial();
+    let lab = Lab::new();
+    let pcap = lab.dir.join("ipv6.pcap");
+    let capture = Capture::start(&lab.ns_b, &lab.if_b, &pcap, "udp port 4791");
+    // FIRST/MIDDLE/LAST (5000 B), DSCP 26 (ACKs too), CE marks so that CNPs are on the wire too. Explicit
+    // GIDs, which the interfaces do not have: none is needed.
+    let (client, server) = lab.pair(
+        "write_bw",
+        &["--gid", GID_B, "--tclass", "104"],
+        &[
+            "--gid",
+            GID_A,
+            "-n",
+            "20",
+            "-s",
+            "5000",
+            "--tclass",
+            "104",
+            "--mark-ce-every",
+            "7",
+        ],
+    );
+    let pcap = capture.stop();
+    assert_eq!(client["local"]["ip"], GID_A);
+    assert_eq!(client["remote"][0]["ip"], GID_B);
+    assert_eq!(server["local"]["ip"], GID_B);
+    let marked = num(&client, "counters.test_ce_marked");
+    assert!(marked >= 100 / 7, "{marked}");
+    assert_eq!(num(&server, "counters.ecn_ce_received"), marked);
+    let cnps = num(&server, "counters.cnps_sent");
+    assert!(cnps > 0);
+    assert_eq!(num(&client, "counters.cnps_received"), cnps);
+    assert_eq!(num(&client, "counters.retransmitted_packets"), 0);
+    assert_eq!(num(&server, "counters.messages_delivered"), 20);
+    assert_eq!(num(&server, "counters.icrc_errors"), 0);
+    assert_eq!(num(&client, "counters.icrc_errors"), 0);
+    let qpn = |r: &Value, key: &str| u32::try_from(num(r, &format!("qp.0.{key}"))).unwrap();
+    let label = u64::from(flow_label(
+        qpn(&client, "local_qpn"),
+        qpn(&client, "remote_qpn"),
+    ));
+
+    // tshark checks the UDP checksum too: a zero or wrong one over IPv6 is an expert error.
+    let rows = tshark_fields_with(&pcap, FIELDS6, &["-o", "udp.check_checksum:TRUE"]);
+    let frames = read_pcap(&pcap);
+    assert_eq!(rows.len(), frames.len());
+    let mut opcodes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut psns = Vec::new();
+    let mut ce = 0;
+    for (row, (_, frame)) in rows.iter().zip(&frames) {
+        assert!(
+            row["frame.protocols"].contains("ipv6:udp:infiniband"),
+            "{row:?}"
+        );
+        assert_eq!(&frame[12..14], &[0x86, 0xdd]);
+        assert_eq!(row["udp.dstport"], "4791");
+        if let Some(problem) = expert_problem(row) {
+            panic!("frame {}: {problem}", row["frame.number"]);
+        }
+        verify_icrc_frame(frame)
+            .unwrap_or_else(|e| panic!("frame {}: ICRC {e}", row["frame.number"]));
+        // tshark `udp.checksum.status`: 0 bad, 1 good, 2 unverified.
+        assert_eq!(row["udp.checksum.status"], "1", "{row:?}");
+        assert_eq!(row["ipv6.hlim"], "64");
+        assert_eq!(row["ipv6.nxt"], "17");
+        // The QP's flow label, both ways (it is symmetric in the QPNs).
+        assert_eq!(field_int(&row["ipv6.flow"]), label, "{row:?}");
+        let opcode = row["infiniband.bth.opcode"].clone();
+        *opcodes.entry(opcode.clone()).or_default() += 1;
+        match opcode.as_str() {
+            "6" | "7" | "8" => {
+                assert_eq!(
+                    (row["ipv6.src"].as_str(), row["ipv6.dst"].as_str()),
+                    (GID_A, GID_B)
+                );
+                assert_eq!(row["ipv6.tclass.dscp"], "26");
+                match row["ipv6.tclass.ecn"].as_str() {
+                    "2" => {}
+                    "3" => ce += 1,
+                    other => panic!("ECN {other}: {row:?}"),
+                }
+                psns.push(row["infiniband.bth.psn"].parse::<u32>().unwrap());
+                if opcode == "6" {
+                    assert_eq!(row["infiniband.reth.dmalen"], "5000");
+                }
+            }
+            "17" => {
+                assert_eq!(
+                    (row["ipv6.src"].as_str(), row["ipv6.dst"].as_str()),
+                    (GID_B, GID_A)
+                );
+                assert_eq!(row["ipv6.tclass.dscp"], "26");
+                assert_eq!(row["infiniband.aeth.syndrome"], "31");
+            }
+            "129" => {
+                assert_eq!(
+                    (row["ipv6.src"].as_str(), row["ipv6.dst"].as_str()),
+                    (GID_B, GID_A)
+                );
+                assert_eq!(row["ipv6.tclass.dscp"], "48");
+                assert_eq!(row["ipv6.tclass.ecn"], "2");
+                let h = parse_rocev2(frame).unwrap();
+                assert!(h.bth.becn);
+                assert_eq!(h.bth.opcode, Opcode::Cnp);
+                assert_eq!(u64::from(h.bth.dest_qp), num(&client, "qp.0.local_qpn"));
+            }
+            other => panic!("unexpected opcode {other}: {row:?}"),
+        }
+    }
+    // 20 × (FIRST, 3 MIDDLE, LAST), the CE marks as sent, every CNP, ACKs.
+    assert_eq!(opcodes.get("6"), Some(&20));
+    assert_eq!(opcodes.get("7"), Some(&60));
+    assert_eq!(opcodes.get("8"), Some(&20));
+    assert_eq!(ce, marked);
+    assert_eq!(opcodes.get("129").copied().unwrap_or(0) as u64, cnps);
+    assert!(opcodes.get("17").copied().unwrap_or(0) >= 1);
+    for pair in psns.windows(2) {
+        assert_eq!(pair[1], (pair[0] + 1) & 0x00FF_FFFF, "{psns:?}");
+    }
+    println!("IPv6: captured {} frames: {opcodes:?}", frames.len());
+}
+
+#[test]
+fn a_family_mismatch_is_refused_on_both_sides() {
+    let _serial = serial();
+    let lab = Lab::new();
+    for (server, client) in [
+        (&["--gid", GID_B][..], &["-n", "5"][..]),
+        (&[][..], &["-n", "5", "--gid", GID_A][..]),
+    ] {
+        let started = Instant::now();
+        let (client, server) = lab.pair_finished("write_bw", server, client);
+        for side in [&client, &server] {
+            assert_eq!(
+                side.status.code(),
+                Some(1),
+                "{}: {}",
+                side.what,
+                side.stderr
+            );
+            assert!(
+                side.stderr.contains("address family mismatch")
+                    && side.stderr.contains("IPv6")
+                    && side.stderr.contains("IPv4")
+                    && side.stderr.contains("--ipv6"),
+                "{}: {}",
+                side.what,
+                side.stderr
+            );
+            assert!(!side.stderr.contains("panicked"), "{}", side.stderr);
+            let error = side.json_any()["error"].as_str().unwrap_or("").to_owned();
+            assert!(error.contains("address family mismatch"), "{error}");
+            // Nothing was sent: the NIC never started.
+            assert_eq!(side.json_any()["counters"]["data_packets_sent"], 0);
+        }
+        // Refused at the handshake, not by a timeout.
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn ipv6_takes_the_interface_global_address_or_exits_2() {
+    let _serial = serial();
+    let lab = Lab::new();
+    // The veths have no global IPv6 address (at most the kernel's link-local one): a bad
+    // argument, exit code 2, naming the interface and suggesting --gid.
+    let out = Lab::command(
+        &lab.ns_a,
+        env!("CARGO_BIN_EXE_rocegen"),
+        &["write_bw", "-d", &lab.if_a, &lab.ip_b, "--ipv6"],
+    )
+    .output()
+    .expect("run rocegen");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{:?}", lab.if_a)) && stderr.contains("--gid"),
+        "{stderr}"
+    );
+    // With a global address on each interface (the kernel's, no DAD), --ipv6 uses it.
+    for (ns, ifname, addr) in [
+        (&lab.ns_a, &lab.if_a, "fd00::11/64"),
+        (&lab.ns_b, &lab.if_b, "fd00::12/64"),
+    ] {
+        let status = std::process::Command::new("ip")
+            .args(["-n", ns, "-6", "addr", "add", addr, "dev", ifname, "nodad"])
+            .status()
+            .expect("ip");
+        assert!(status.success());
+    }
+    let (client, server) = lab.pair(
+        "write_bw",
+        &["--ipv6"],
+        &["--ipv6", "-n", "20", "-s", "4096"],
+    );
+    assert_eq!(client["local"]["ip"], "fd00::11");
+    assert_eq!(server["local"]["ip"], "fd00::12");
+    assert_eq!(client["remote"][0]["ip"], "fd00::12");
+    assert_eq!(num(&client, "counters.retransmitted_packets"), 0);
+    assert_eq!(num(&server, "counters.messages_delivered"), 20);
+    assert_eq!(num(&server, "counters.icrc_errors"), 0);
 }

@@ -1,9 +1,10 @@
 //! The emulated NIC's per-packet path does not allocate: a counting global allocator sees no
 //! allocation on this thread while two NICs exchange WRITEs, ACKs, NAKs (after losses), CNPs
-//! (after CE marks) and honour PFC frames, in virtual time, with every buffer preallocated.
+//! (after CE marks) and honour PFC frames, in virtual time, with every buffer preallocated; over
+//! IPv4 and over IPv6 (where every frame also gets a UDP checksum).
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use headroom_roce::dcqcn::RpParams;
 use headroom_roce::np::NpConfig;
@@ -25,11 +26,20 @@ const FRAME_MAX: usize = 1518;
 /// Frames in flight per direction at most (the window is 1024 packets).
 const WIRE_CAPACITY: usize = 4096;
 
-fn config(local: bool) -> NicConfig {
+fn config(local: bool, ipv6: bool) -> NicConfig {
     let mac_a = MacAddress([2, 0, 0, 0, 0, 0xa]);
     let mac_b = MacAddress([2, 0, 0, 0, 0, 0xb]);
-    let ip_a = Ipv4Addr::new(10, 0, 0, 1);
-    let ip_b = Ipv4Addr::new(10, 0, 0, 2);
+    let (ip_a, ip_b) = if ipv6 {
+        (
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+            IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2)),
+        )
+    } else {
+        (
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        )
+    };
     let qps = (0..4u32)
         .map(|i| {
             if local {
@@ -112,6 +122,9 @@ struct Pair {
     posted: u64,
     completed: u64,
     delivered: u64,
+    /// Frames sent, and of those IPv6 ones (EtherType 0x86DD after the tag).
+    sent: u64,
+    sent_ipv6: u64,
 }
 
 impl Pair {
@@ -151,6 +164,10 @@ impl Pair {
                     wire.free.push(index);
                     break;
                 };
+                self.sent += 1;
+                if wire.buffers[index][16..18] == [0x86, 0xdd] {
+                    self.sent_ipv6 += 1;
+                }
                 let arrival = sent.start.as_nanos().max(self.now) + 2_000;
                 wire.in_flight.push_back((arrival, sent.len, index));
             }
@@ -179,13 +196,22 @@ impl Pair {
 
 #[test]
 fn the_nic_does_not_allocate_per_packet() {
+    no_allocation_per_packet(false);
+}
+
+#[test]
+fn the_nic_does_not_allocate_per_packet_over_ipv6() {
+    no_allocation_per_packet(true);
+}
+
+fn no_allocation_per_packet(ipv6: bool) {
     let mut pfc = [0u8; FRAME_LEN];
     MacControlRepr::Pfc(PfcRepr::xoff(1 << 3, 200))
         .emit_frame(MacAddress([2, 0, 0, 0, 0, 0x55]), &mut pfc)
         .unwrap();
     let mut pair = Pair {
-        a: Nic::new(config(true), Instant::ZERO).unwrap(),
-        b: Nic::new(config(false), Instant::ZERO).unwrap(),
+        a: Nic::new(config(true, ipv6), Instant::ZERO).unwrap(),
+        b: Nic::new(config(false, ipv6), Instant::ZERO).unwrap(),
         to_a: Wire::new(),
         to_b: Wire::new(),
         pfc,
@@ -193,6 +219,8 @@ fn the_nic_does_not_allocate_per_packet() {
         posted: 0,
         completed: 0,
         delivered: 0,
+        sent: 0,
+        sent_ipv6: 0,
     };
     // Warm up (first CNPs, first losses, every queue used once).
     while pair.now < 5_000_000 {
@@ -211,6 +239,12 @@ fn the_nic_does_not_allocate_per_packet() {
     assert!(a.tx_retransmitted_packets_total > 0 && b.tx_naks_total > 0);
     assert!(b.tx_cnps_total > 0 && a.rx_cnps_total > 0);
     assert!(pair.a.pause().pause_frames_rx_total() == 0);
+    // Every frame was of the family asked for, and for us.
+    assert!(a.rx_roce_total > 1_000 && b.rx_roce_total > 1_000);
+    assert_eq!(a.rx_not_for_us_total + b.rx_not_for_us_total, 0);
+    assert_eq!(a.rx_icrc_errors_total + b.rx_icrc_errors_total, 0);
+    assert!(pair.sent > 2_000);
+    assert_eq!(pair.sent_ipv6, if ipv6 { pair.sent } else { 0 });
     assert!(
         pair.a
             .priority_stats(headroom_roce::pause::Priority::new(3).unwrap())

@@ -373,6 +373,23 @@ pub fn host_ipv4(i: usize) -> std::net::Ipv4Addr {
     std::net::Ipv4Addr::new(10, 0, 0, u8::try_from(i + 1).unwrap_or(u8::MAX))
 }
 
+/// Host `i`'s RoCE GID for RoCEv2 over IPv6 (`headroom lab incast --ipv6`): `fd00::` + the host
+/// number + 1, as its IPv4 address. The hosts' kernels have IPv6 off; rocegen needs none (it
+/// sends through AF_PACKET and learns MACs out of band).
+#[must_use]
+pub fn host_gid(i: usize) -> std::net::Ipv6Addr {
+    std::net::Ipv6Addr::new(
+        0xfd00,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        u16::try_from(i + 1).unwrap_or(u16::MAX),
+    )
+}
+
 /// Host `i`'s MAC address: locally administered, `02:68:68` ("hh") then the host number + 1.
 #[must_use]
 pub fn host_mac(i: usize) -> [u8; 6] {

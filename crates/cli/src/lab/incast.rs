@@ -12,7 +12,8 @@
 //!    process (`ip netns exec P-sw headroom run`), SCHED_FIFO by default (see docs/incast.md).
 //! 3. `rocegen write_bw --clients N` runs on host N (the receiver), `rocegen write_bw` on hosts
 //!    0..N-1 towards it, all at the switch's port speed; they start together once the server has
-//!    every client.
+//!    every client. With `--ipv6` every rocegen sends RoCEv2 over IPv6 from its GID `fd00::i+1`
+//!    (`--gid`); the out-of-band exchange stays on IPv4.
 //! 4. When every rocegen has exited, the switch's counters are read over its control socket
 //!    (snapshot, persistent watermarks, PG drops), then the switch is stopped (SIGTERM).
 //! 5. One report: per flow and per port, as text or `--json`.
@@ -20,8 +21,8 @@
 //! Hosts are `P-h0`..`P-h{N-1}` (senders) and `P-hN` (receiver); sender i is on switch port i.
 
 use super::config::{
-    host_ipv4, host_namespace, port_name, switch_namespace, LabSpec, LabTrust, DEFAULT_PREFIX,
-    HOST_DEVICE, MAX_HOSTS, RUN_DIR,
+    host_gid, host_ipv4, host_namespace, port_name, switch_namespace, LabSpec, LabTrust,
+    DEFAULT_PREFIX, HOST_DEVICE, MAX_HOSTS, RUN_DIR,
 };
 use super::{build, check_privileges, ip, lab_namespaces, namespace_pids, LabError};
 use crate::table::{thousands, Table};
@@ -55,6 +56,8 @@ const ROCEGEN_NICE: &str = "-10";
 /// Per-packet bytes on the wire besides the RDMA payload of a RoCEv2 WRITE: preamble and SFD
 /// (8), Ethernet (14), IPv4 (20), UDP (8), BTH (12), ICRC (4), FCS (4), inter-frame gap (12).
 const ROCE_PACKET_OVERHEAD_BYTES: u64 = 82;
+/// What an IPv6 header (40 bytes) adds to the IPv4 one (20).
+const IPV6_EXTRA_BYTES: u64 = 20;
 /// The RETH of the first (or only) packet of a WRITE.
 const RETH_BYTES: u64 = 16;
 /// An 802.1Q tag.
@@ -185,6 +188,10 @@ pub(super) struct IncastArgs {
     /// --rocegen-arg=2`).
     #[arg(long = "rocegen-arg", value_name = "ARG", allow_hyphen_values = true)]
     rocegen_args: Vec<String>,
+    /// RoCEv2 over IPv6: host i's rocegen runs with `--gid fd00::<i+1>` (the hosts' kernels
+    /// keep IPv6 off; the out-of-band exchange stays on IPv4).
+    #[arg(long)]
+    ipv6: bool,
     /// Leave a lab built for this run in place.
     #[arg(long)]
     keep_lab: bool,
@@ -542,6 +549,8 @@ struct Setup {
     ecn_max_bytes: u64,
     ecn_probability_percent: u8,
     trust: &'static str,
+    /// RoCEv2 over IPv6 (`--ipv6`).
+    ipv6: bool,
     dscp: u8,
     pcp: Option<u8>,
     /// Priority of data (rocegen's: the PCP, else from the DSCP).
@@ -710,11 +719,22 @@ fn error_of(v: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Host `host`'s RoCE address as configured: its GID with `--ipv6`, else its IPv4 address.
+fn roce_addr(args: &IncastArgs, host: usize) -> String {
+    if args.ipv6 {
+        host_gid(host).to_string()
+    } else {
+        host_ipv4(host).to_string()
+    }
+}
+
 /// Wire bytes of one WRITE of `size` bytes at path MTU `mtu`.
-fn wire_bytes_per_message(size: u64, mtu: u64, tagged: bool) -> u64 {
+fn wire_bytes_per_message(size: u64, mtu: u64, tagged: bool, ipv6: bool) -> u64 {
     let mtu = mtu.max(1);
     let packets = size.div_ceil(mtu).max(1);
-    let per_packet = ROCE_PACKET_OVERHEAD_BYTES + if tagged { VLAN_TAG_BYTES } else { 0 };
+    let per_packet = ROCE_PACKET_OVERHEAD_BYTES
+        + if tagged { VLAN_TAG_BYTES } else { 0 }
+        + if ipv6 { IPV6_EXTRA_BYTES } else { 0 };
     // Payloads are padded to 4 bytes (BTH PadCnt); frames to the 64-byte Ethernet minimum.
     let last = size - (packets - 1) * mtu;
     let padded = |payload: u64, first: bool| {
@@ -756,8 +776,9 @@ impl Report {
         };
         let _ = writeln!(
             t,
-            "  {shape}, tx-depth {}; DCQCN {} ({} timescale); ECN {}; trust {}, DSCP {}{}, \
+            "  {shape}{}, tx-depth {}; DCQCN {} ({} timescale); ECN {}; trust {}, DSCP {}{}, \
              priority {} ({}), PG {}, queue {}",
+            if s.ipv6 { " over IPv6" } else { "" },
             s.tx_depth,
             s.dcqcn,
             s.dcqcn_timescale,
@@ -1069,6 +1090,9 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
             .arg(&rocegen)
             .args(&common)
             .args(extra);
+        if args.ipv6 {
+            c.args(["--gid", &host_gid(host).to_string()]);
+        }
         c
     };
     let ticks_before = thread_ticks(switch_pid);
@@ -1303,6 +1327,7 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
         ecn_max_bytes: spec.ecn.max_bytes,
         ecn_probability_percent: spec.ecn.probability_percent,
         trust: spec.trust.as_str(),
+        ipv6: args.ipv6,
         dscp: args.dscp,
         pcp: args.pcp,
         priority,
@@ -1399,7 +1424,7 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
         let switch_pfc_tx = switch_side.ports[host].pfc_tx;
         let mut flow = Flow {
             host,
-            ip: host_ipv4(host).to_string(),
+            ip: roce_addr(args, host),
             port: port.clone(),
             switch_pfc_tx,
             pg_shared_watermark_bytes: row(&pg_shared, &port)[pg],
@@ -1408,6 +1433,10 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
             ..Flow::default()
         };
         if let Some(v) = report {
+            // The address rocegen sent from, as it reports it.
+            if let Some(ip) = pointer(v, "local.ip").and_then(Value::as_str) {
+                flow.ip = ip.to_owned();
+            }
             flow.goodput_mbps = float(v, "bw.0.bw_average_gbit_per_sec") * 1e3;
             flow.messages = int(v, "bw.0.iterations");
             flow.data_packets_sent = int(v, "counters.data_packets_sent");
@@ -1440,12 +1469,15 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
     }
     let mut receiver_report = Receiver {
         host: receiver,
-        ip: host_ipv4(receiver).to_string(),
+        ip: roce_addr(args, receiver),
         port: receiver_port,
         error: Some("no report".into()),
         ..Receiver::default()
     };
     if let Some(v) = &server {
+        if let Some(ip) = pointer(v, "local.ip").and_then(Value::as_str) {
+            receiver_report.ip = ip.to_owned();
+        }
         receiver_report.goodput_mbps = float(v, "bw.0.bw_average_gbit_per_sec") * 1e3;
         receiver_report.messages_delivered = int(v, "counters.messages_delivered");
         receiver_report.ecn_ce_received = int(v, "counters.ecn_ce_received");
@@ -1463,7 +1495,7 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
     let aggregate: f64 = goodputs.iter().sum();
     let mtu = any.map_or(1024, |v| int(v, "mtu_bytes"));
     // The bottleneck is the receiver's port, an access port: frames leave it untagged.
-    let wire = wire_bytes_per_message(u64::from(args.size), mtu, false);
+    let wire = wire_bytes_per_message(u64::from(args.size), mtu, false, args.ipv6);
     let capacity = speed_mbps as f64 * f64::from(args.size) / wire as f64;
     let retransmitted: u64 = flows.iter().map(|f| f.retransmitted_packets).sum();
     let summary = Summary {
@@ -1510,15 +1542,26 @@ mod tests {
     fn wire_bytes_of_writes() {
         // rocegen's README: 1024 payload bytes per 1106 wire bytes (MIDDLE/LAST), plus the RETH
         // of the FIRST packet.
-        assert_eq!(wire_bytes_per_message(65_536, 1024, false), 64 * 1106 + 16);
-        assert_eq!(wire_bytes_per_message(1024, 1024, false), 1106 + 16);
+        assert_eq!(
+            wire_bytes_per_message(65_536, 1024, false, false),
+            64 * 1106 + 16
+        );
+        assert_eq!(wire_bytes_per_message(1024, 1024, false, false), 1106 + 16);
+        // IPv6: a 40-byte header instead of 20.
+        assert_eq!(
+            wire_bytes_per_message(65_536, 1024, false, true),
+            64 * 1126 + 16
+        );
         // Tagged: 4 more bytes per packet.
-        assert_eq!(wire_bytes_per_message(2048, 1024, true), 2 * 1110 + 16);
+        assert_eq!(
+            wire_bytes_per_message(2048, 1024, true, false),
+            2 * 1110 + 16
+        );
         // A 2-byte WRITE ONLY: padded to 4 bytes, frame 14+20+8+12+16+4+4 +4 (FCS) = 82 ≥ 64.
-        assert_eq!(wire_bytes_per_message(2, 1024, false), 82 + 4 + 16);
+        assert_eq!(wire_bytes_per_message(2, 1024, false, false), 82 + 4 + 16);
         // Last packet shorter than the MTU.
         assert_eq!(
-            wire_bytes_per_message(1500, 1024, false),
+            wire_bytes_per_message(1500, 1024, false, false),
             (1106 + 16) + (476 + 82)
         );
     }

@@ -2,7 +2,7 @@
 //! exact and deterministic.
 
 use std::collections::VecDeque;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use headroom_roce::dcqcn::RpParams;
 use headroom_roce::np::NpConfig;
@@ -24,6 +24,8 @@ const MAC_B: MacAddress = MacAddress([0x02, 0, 0, 0, 0, 0x0b]);
 const MAC_SWITCH: MacAddress = MacAddress([0x02, 0, 0, 0, 0, 0x55]);
 const IP_A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const IP_B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+const GID_A: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1);
+const GID_B: Ipv6Addr = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 2);
 const QPN_A: u32 = 0x1234;
 const QPN_B: u32 = 0x5678;
 const PSN_A: u32 = 0x00FF_FFF0; // wraps during the tests
@@ -34,13 +36,23 @@ fn t(nanos: u64) -> Instant {
 }
 
 fn config(local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
-    let (local_mac, local_ip) = if local { (MAC_A, IP_A) } else { (MAC_B, IP_B) };
+    config_in(false, local, qps, link_rate_bps)
+}
+
+/// [`config`] over IPv6 (GIDs fd00::1 and fd00::2) when `ipv6`.
+fn config_in(ipv6: bool, local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
+    let (ip_a, ip_b) = if ipv6 {
+        (IpAddr::V6(GID_A), IpAddr::V6(GID_B))
+    } else {
+        (IpAddr::V4(IP_A), IpAddr::V4(IP_B))
+    };
+    let (local_mac, local_ip) = if local { (MAC_A, ip_a) } else { (MAC_B, ip_b) };
     let qps = (0..qps as u32)
         .map(|i| {
             let (a, b) = (
                 QpConfig {
                     peer_mac: MAC_B,
-                    peer_ip: IP_B,
+                    peer_ip: ip_b,
                     local_qpn: QPN_A + i,
                     remote_qpn: QPN_B + i,
                     send_psn: PSN_A,
@@ -50,7 +62,7 @@ fn config(local: bool, qps: usize, link_rate_bps: u64) -> NicConfig {
                 },
                 QpConfig {
                     peer_mac: MAC_A,
-                    peer_ip: IP_A,
+                    peer_ip: ip_a,
                     local_qpn: QPN_B + i,
                     remote_qpn: QPN_A + i,
                     send_psn: PSN_B,
@@ -585,4 +597,338 @@ fn bad_configurations_are_refused() {
     let mut cfg = config(true, 1, GBPS);
     cfg.link_rate_bps = 0;
     assert!(Nic::new(cfg, t(0)).is_err());
+}
+
+// ---- IPv6 ---------------------------------------------------------------------------------------
+
+/// The IPv6 header fields of a frame (untagged): (traffic class, flow label, next header, hop
+/// limit, source, destination).
+fn ipv6_fields(frame: &[u8]) -> (u8, u32, u8, u8, Ipv6Addr, Ipv6Addr) {
+    assert_eq!(&frame[12..14], &[0x86, 0xdd], "IPv6 EtherType");
+    let ip = &frame[14..54];
+    let word = u32::from_be_bytes([ip[0], ip[1], ip[2], ip[3]]);
+    assert_eq!(word >> 28, 6, "version");
+    let addr = |at: usize| Ipv6Addr::from(<[u8; 16]>::try_from(&ip[at..at + 16]).unwrap());
+    (
+        (word >> 20) as u8,
+        word & 0xF_FFFF,
+        ip[6],
+        ip[7],
+        addr(8),
+        addr(24),
+    )
+}
+
+/// The UDP checksum of an untagged IPv6 frame verifies (RFC 8200 §8.1: pseudo-header of
+/// source, destination, UDP length and next header 17), and is not 0.
+fn assert_udp6_checksum(frame: &[u8]) {
+    let ip = &frame[14..54];
+    let udp = &frame[54..];
+    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    assert_eq!(
+        usize::from(u16::from_be_bytes([ip[4], ip[5]])),
+        udp_len,
+        "payload length"
+    );
+    assert_ne!(&udp[6..8], &[0, 0], "a zero UDP checksum over IPv6");
+    let mut sum: u64 = 0;
+    let mut add = |bytes: &[u8]| {
+        for pair in bytes.chunks(2) {
+            let word = u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]);
+            sum += u64::from(word);
+        }
+    };
+    add(&ip[8..40]);
+    add(&(udp_len as u32).to_be_bytes());
+    add(&[0, 0, 0, 17]);
+    add(&udp[..udp_len]);
+    while sum >> 16 != 0 {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    assert_eq!(sum, 0xFFFF, "UDP checksum");
+}
+
+#[test]
+fn write_bw_over_ipv6_with_acks() {
+    let mut pair = Pair::new(
+        config_in(true, true, 1, 10 * GBPS),
+        config_in(true, false, 1, 10 * GBPS),
+        65_536,
+        10,
+    );
+    pair.run_to_completion(100_000_000);
+    let c = pair.a.counters();
+    assert_eq!(c.tx_data_packets_total, 10 * 64);
+    assert_eq!(c.tx_retransmitted_packets_total, 0);
+    assert!(c.rx_acks_total > 0);
+    assert_eq!(c.rx_acks_total, pair.b.counters().tx_acks_total);
+    let b = pair.b.counters();
+    assert_eq!(b.rx_roce_total, 10 * 64);
+    assert_eq!(
+        (
+            b.rx_icrc_errors_total,
+            b.rx_not_for_us_total,
+            b.rx_payload_mismatch_total
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(pair.b.responder_stats(0).messages_completed_total, 10);
+    assert_eq!(pair.b.responder_stats(0).out_of_sequence_total, 0);
+    assert_eq!(
+        pair.b.responder_stats(0).payload_bytes_received_total,
+        10 * 65_536
+    );
+    // Every frame: IPv6, traffic class DSCP 26 << 2 | ECT(0), the QP's flow label (symmetric:
+    // the same both ways), next header UDP, hop limit 64, to the peer's GID; UDP to 4791 with a
+    // valid, non-zero checksum; ICRC good with the IPv6 masks; 20 bytes longer than over IPv4.
+    let label = flow_label(QPN_A, QPN_B);
+    assert_ne!(label, 0);
+    let sport = udp_sport(QPN_A, QPN_B);
+    let mut psn = PSN_A;
+    for (i, (_, _, frame)) in pair.sent_a.iter().enumerate() {
+        verify_icrc_frame(frame).unwrap();
+        assert_eq!(
+            ipv6_fields(frame),
+            (26 << 2 | 0b10, label, 17, 64, GID_A, GID_B),
+            "frame {i}"
+        );
+        assert_udp6_checksum(frame);
+        let h = parse_rocev2(frame).unwrap();
+        assert_eq!(
+            (h.src_addr, h.dst_addr),
+            (IpAddr::V6(GID_A), IpAddr::V6(GID_B))
+        );
+        assert_eq!((h.dscp, h.ecn), (26, Ecn::Ect0));
+        assert_eq!(h.udp_src_port, sport);
+        assert_eq!(h.bth.dest_qp, QPN_B);
+        assert_eq!(h.bth.psn, psn, "frame {i}");
+        psn = (psn + 1) & 0x00FF_FFFF;
+        let index = i % 64;
+        assert_eq!(
+            frame.len(),
+            14 + 40 + 8 + 12 + (if index == 0 { 16 } else { 0 }) + 1024 + 4
+        );
+    }
+    for (_, kind, frame) in &pair.sent_b {
+        assert!(matches!(kind, TxKind::Ack { qp: 0 }));
+        verify_icrc_frame(frame).unwrap();
+        assert_eq!(
+            ipv6_fields(frame),
+            (26 << 2 | 0b10, label, 17, 64, GID_B, GID_A)
+        );
+        assert_udp6_checksum(frame);
+        let h = parse_rocev2(frame).unwrap();
+        assert_eq!(h.bth.opcode, Opcode::Acknowledge);
+        assert_eq!(h.bth.dest_qp, QPN_A);
+        assert_eq!(
+            h.ext.aeth.unwrap().syndrome,
+            AethSyndrome::Ack { credit_count: 0x1F }
+        );
+        assert_eq!(frame.len(), 14 + 40 + 8 + 12 + 4 + 4);
+    }
+}
+
+#[test]
+fn ce_marks_over_ipv6_make_ipv6_cnps() {
+    let mut a = config_in(true, true, 1, GBPS);
+    a.mark_ce_every = Some(4);
+    let mut b = config_in(true, false, 1, GBPS);
+    b.np = Some(NpConfig::paper());
+    let mut pair = Pair::new(a, b, 65_536, 20);
+    pair.run_to_completion(1_000_000_000);
+    let marked = pair.a.counters().tx_test_ce_marked_total;
+    assert!(marked > 0);
+    // CE in the IPv6 traffic class reached the NP, every one.
+    let ce_sent = pair
+        .sent_a
+        .iter()
+        .filter(|(_, _, f)| ipv6_fields(f).0 & 0b11 == 0b11)
+        .count() as u64;
+    assert_eq!(ce_sent, marked);
+    assert_eq!(pair.b.counters().rx_ecn_ce_total, marked);
+    let cnps = pair.b.counters().tx_cnps_total;
+    assert!(cnps > 1, "{cnps}");
+    assert_eq!(pair.a.counters().rx_cnps_total, cnps);
+    let rp = pair.a.qp_rate(0).rp.unwrap();
+    assert_eq!(rp.cnps_total, cnps);
+    assert!(rp.rate_cuts_total > 0);
+    // The CNPs: IPv6, DSCP 48 ECT(0), to A's GID and QPN, opcode 0x81 with BECN, 60 + 20 bytes.
+    let mut seen = 0;
+    for (_, kind, frame) in &pair.sent_b {
+        if !matches!(kind, TxKind::Cnp { .. }) {
+            continue;
+        }
+        seen += 1;
+        verify_icrc_frame(frame).unwrap();
+        let (tclass, label, next, hops, src, dst) = ipv6_fields(frame);
+        assert_eq!(
+            (tclass, label, next, hops, src, dst),
+            (
+                48 << 2 | 0b10,
+                flow_label(QPN_A, QPN_B),
+                17,
+                64,
+                GID_B,
+                GID_A
+            )
+        );
+        assert_udp6_checksum(frame);
+        let h = parse_rocev2(frame).unwrap();
+        assert_eq!(h.bth.opcode, Opcode::Cnp);
+        assert!(h.bth.becn);
+        assert_eq!(h.bth.dest_qp, QPN_A);
+        assert_eq!(frame.len(), 14 + 40 + 8 + 12 + 16 + 4);
+    }
+    assert_eq!(seen, cnps);
+    assert_eq!(pair.a.counters().tx_retransmitted_packets_total, 0);
+}
+
+#[test]
+fn ipv6_frames_to_another_gid_or_of_the_other_family_are_ignored() {
+    // A's frames, re-addressed: to another GID (flooded by a switch), and the same WRITEs over
+    // IPv4 to an IPv6 NIC whose IPv4 twin would have accepted them.
+    let mut pair = Pair::new(
+        config_in(true, true, 1, GBPS),
+        config_in(true, false, 1, GBPS),
+        4096,
+        2,
+    );
+    pair.run_to_completion(100_000_000);
+    let writes: Vec<Vec<u8>> = pair
+        .sent_a
+        .iter()
+        .filter(|(_, kind, _)| matches!(kind, TxKind::Data { .. }))
+        .map(|(_, _, frame)| frame.clone())
+        .collect();
+    assert_eq!(writes.len(), 8);
+    let mut b = Nic::new(config_in(true, false, 1, GBPS), t(0)).unwrap();
+    for frame in &writes {
+        let mut other = frame.clone();
+        // Destination GID fd00::3 (the ICRC does not mask addresses: recomputed, so that only
+        // the address makes the difference).
+        other[14 + 24 + 15] = 3;
+        headroom_wire::roce::fill_icrc(&mut other[14..]).unwrap();
+        verify_icrc_frame(&other).unwrap();
+        b.handle_frame(t(0), &other);
+    }
+    let mut v4 = Pair::new(config(true, 1, GBPS), config(false, 1, GBPS), 4096, 2);
+    v4.run_to_completion(100_000_000);
+    for (_, kind, frame) in &v4.sent_a {
+        if matches!(kind, TxKind::Data { .. }) {
+            b.handle_frame(t(0), frame);
+        }
+    }
+    let c = b.counters();
+    assert_eq!(c.rx_frames_total, 16);
+    assert_eq!(c.rx_not_for_us_total, 16);
+    assert_eq!(c.rx_roce_total, 0);
+    assert_eq!(b.responder_stats(0).packets_accepted_total, 0);
+    assert!(
+        b.poll_transmit(t(10), &mut [0u8; 2048]).is_none(),
+        "no ACK, no NAK"
+    );
+    // The originals are taken (the same NIC state, so the drop above was the address).
+    for frame in &writes {
+        b.handle_frame(t(1), frame);
+    }
+    assert_eq!(b.counters().rx_roce_total, 8);
+    assert_eq!(b.responder_stats(0).messages_completed_total, 2);
+}
+
+#[test]
+fn ipv6_frames_with_a_bad_icrc_are_dropped() {
+    let mut pair = Pair::new(
+        config_in(true, true, 1, GBPS),
+        config_in(true, false, 1, GBPS),
+        4096,
+        20,
+    );
+    pair.corrupt_nth_request = Some(10);
+    pair.run_to_completion(1_000_000_000);
+    assert_eq!(pair.b.counters().rx_icrc_errors_total, 1);
+    assert!(pair.a.counters().tx_retransmitted_packets_total > 0);
+    // The NAK went over IPv6 and was taken: go-back-N, not the 4 ms timeout.
+    assert!(pair.b.counters().tx_naks_total > 0);
+    assert_eq!(
+        pair.a.counters().rx_naks_total,
+        pair.b.counters().tx_naks_total
+    );
+    assert_eq!(pair.a.requester_stats(0).timeouts_total, 0);
+    assert_eq!(pair.b.responder_stats(0).messages_completed_total, 20);
+}
+
+#[test]
+fn truncated_or_mangled_ipv6_frames_never_panic_and_are_not_taken() {
+    let mut pair = Pair::new(
+        config_in(true, true, 1, GBPS),
+        config_in(true, false, 1, GBPS),
+        2048,
+        1,
+    );
+    pair.run_to_completion(100_000_000);
+    let first = pair.sent_a[0].2.clone();
+    let mut nic = Nic::new(config_in(true, false, 1, GBPS), t(0)).unwrap();
+    // Every truncation of a WRITE FIRST, and every single-byte corruption of its headers (IPv6
+    // payload length, next header, addresses, UDP ports and length, BTH) but those the ICRC
+    // masks (version/traffic class/flow label, hop limit, UDP checksum, BTH resv8a): none is
+    // accepted as a request, none panics.
+    for len in 0..first.len() {
+        nic.handle_frame(t(0), &first[..len]);
+    }
+    let masked = [14, 15, 16, 17, 14 + 7, 54 + 6, 54 + 7, 62 + 4];
+    for at in (12..14 + 40 + 8 + 12).filter(|at| !masked.contains(at)) {
+        for value in [0x00, 0xFF, first[at] ^ 0x01] {
+            let mut frame = first.clone();
+            if frame[at] == value {
+                continue;
+            }
+            frame[at] = value;
+            nic.handle_frame(t(0), &frame);
+        }
+    }
+    assert_eq!(nic.responder_stats(0).packets_accepted_total, 0);
+    // Corruptions the parser lets through are ICRC errors, other GIDs, or other QPs.
+    let c = nic.counters();
+    assert!(c.rx_icrc_errors_total > 0 && c.rx_not_for_us_total > 0 && c.rx_unknown_qp_total > 0);
+    assert_eq!(c.rx_roce_total, 0);
+    // A masked field changed on the way (a switch's CE mark, another hop limit) is fine: taken.
+    let mut marked = first.clone();
+    marked[15] |= 0x30; // ECN bits of the traffic class: CE
+    marked[14 + 7] = 17;
+    nic.handle_frame(t(1), &marked);
+    assert_eq!(nic.responder_stats(0).packets_accepted_total, 1);
+    assert_eq!(nic.counters().rx_ecn_ce_total, 1);
+}
+
+#[test]
+fn a_family_mismatch_is_refused() {
+    // Our GID is IPv6, a QP's peer is IPv4 (and the other way round): no NIC.
+    let mut cfg = config_in(true, true, 2, GBPS);
+    cfg.qps[1].peer_ip = IpAddr::V4(IP_B);
+    let error = Nic::new(cfg, t(0)).unwrap_err();
+    assert_eq!(
+        error,
+        NicError::FamilyMismatch {
+            local: IpAddr::V6(GID_A),
+            peer: IpAddr::V4(IP_B)
+        }
+    );
+    let text = error.to_string();
+    assert!(text.contains("IPv6") && text.contains("IPv4") && text.contains("--ipv6"));
+    let mut cfg = config(true, 1, GBPS);
+    cfg.qps[0].peer_ip = IpAddr::V6(GID_B);
+    assert!(matches!(
+        Nic::new(cfg, t(0)),
+        Err(NicError::FamilyMismatch { .. })
+    ));
+    // A full path-MTU frame over IPv6 (tag, RETH) is 20 bytes longer than over IPv4: 4194.
+    let mut cfg = config_in(true, true, 1, GBPS);
+    cfg.pmtu = PathMtu::Mtu4096;
+    cfg.max_frame_bytes = 4096 + 98;
+    assert!(Nic::new(cfg.clone(), t(0)).is_ok());
+    cfg.max_frame_bytes -= 1;
+    assert!(matches!(
+        Nic::new(cfg, t(0)),
+        Err(NicError::MtuTooLarge { .. })
+    ));
 }

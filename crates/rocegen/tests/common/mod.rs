@@ -162,12 +162,23 @@ impl Lab {
 
     /// Runs a server and a client to completion; returns their JSON reports (both must succeed).
     pub fn pair(&self, test: &str, server: &[&str], client: &[&str]) -> (Value, Value) {
+        let (client, server) = self.pair_finished(test, server, client);
+        (client.json(), server.json())
+    }
+
+    /// Runs a server and a client to completion, whatever their exit status: (client, server).
+    pub fn pair_finished(
+        &self,
+        test: &str,
+        server: &[&str],
+        client: &[&str],
+    ) -> (Finished, Finished) {
         let port = 20_000 + (std::process::id() % 20_000) as u16;
         let server = self.server(test, port, server);
         let client = self.client(test, port, client);
         let client = client.finish(RUN_DEADLINE);
         let server = server.finish(RUN_DEADLINE);
-        (client.json(), server.json())
+        (client, server)
     }
 
     /// A counter of an interface in a namespace (`/sys/class/net/IF/statistics/NAME`).
@@ -622,8 +633,18 @@ fn read_pcap_inner(path: &Path, whole: bool) -> Vec<(u64, Vec<u8>)> {
 
 /// tshark fields of every frame of `pcap` (all occurrences joined with ',').
 pub fn tshark_fields(pcap: &Path, fields: &[&str]) -> Vec<BTreeMap<String, String>> {
+    tshark_fields_with(pcap, fields, &[])
+}
+
+/// [`tshark_fields`] with extra tshark arguments (preferences: `-o udp.check_checksum:TRUE`).
+pub fn tshark_fields_with(
+    pcap: &Path,
+    fields: &[&str],
+    extra: &[&str],
+) -> Vec<BTreeMap<String, String>> {
     require_tool("tshark", "--version", "tshark");
     let mut cmd = Command::new("tshark");
+    cmd.args(extra);
     cmd.arg("-r").arg(pcap).args([
         "-Y",
         &format!("not eth.type == {MARKER_ETHERTYPE:#06x}"),
