@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use headroom_afpacket::lab::NetnsGuard;
@@ -17,14 +16,26 @@ use headroom_core::frame::Frame;
 use headroom_io::{FramePool, PoolConfig, TxQueue};
 use serde_json::Value;
 
-/// The tests share two CPU cores with the rest of the machine and measure timing: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// The lock every end-to-end test of the workspace holds while it runs (the CLI's lab tests take
+/// the same file): the tests share two CPU cores with the rest of the machine and measure timing,
+/// so one at a time. A file lock, not a mutex: nextest runs each test in its own process.
+const E2E_LOCK_PATH: &str = "/run/lock/headroom-e2e.lock";
 
-/// Takes the lab lock (poisoning from a failed test does not matter here).
-pub fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Held for the duration of one lab test; dropping it (closing the file) releases the lock.
+#[derive(Debug)]
+pub struct SerialGuard(#[allow(dead_code)] std::fs::File);
+
+/// Takes the machine-wide lab lock, waiting for any other end-to-end test to finish.
+pub fn serial() -> SerialGuard {
+    let file = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(E2E_LOCK_PATH)
+        .unwrap_or_else(|e| panic!("opening {E2E_LOCK_PATH}: {e}"));
+    file.lock()
+        .unwrap_or_else(|e| panic!("locking {E2E_LOCK_PATH}: {e}"));
+    SerialGuard(file)
 }
 
 /// How long a whole rocegen run may take in a test.
