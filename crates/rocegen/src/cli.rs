@@ -1,6 +1,6 @@
 //! The command line: perftest's shape and flags where perftest has them, plus the emulated NIC's.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6, ToSocketAddrs};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use headroom_roce::dcqcn::{NvidiaParams, PaperParams, RpParams, BPS_PER_MBPS};
@@ -71,7 +71,10 @@ fn parse_bool(text: &str) -> Result<bool, String> {
 #[derive(Debug, Args)]
 #[allow(clippy::struct_excessive_bools)]
 pub struct TestArgs {
-    /// Server to connect to (client mode); without it, run as the server and wait for a client.
+    /// Server to connect to (client mode): an IPv4 or IPv6 address (`10.0.0.2`, `fd00::2`,
+    /// `[fd00::2]`, link-local `fe80::2%eth0`) or a host name; the out-of-band exchange goes to
+    /// it over its family, whatever RoCE's. Without it, run as the server and wait for a client
+    /// (on IPv6 and IPv4).
     #[arg(value_name = "SERVER")]
     pub server: Option<String>,
 
@@ -269,7 +272,8 @@ pub struct TestArgs {
 
     /// RoCEv2 over IPv6, as perftest's --ipv6 ("use IPv6 GID"): the RoCE address (GID) is the
     /// interface's first global (not link-local) IPv6 address, or --gid. The out-of-band TCP
-    /// exchange still goes to SERVER (IPv4). Both sides must use the same family.
+    /// exchange goes to SERVER over SERVER's family, either way. Both sides must use the same
+    /// RoCE family.
     #[arg(long = "ipv6")]
     pub ipv6: bool,
 
@@ -342,8 +346,11 @@ impl TestKind {
 pub struct Settings {
     /// The test.
     pub test: TestKind,
-    /// The raw arguments (for what needs no validation).
+    /// SERVER as given (client mode); checked by [`parse_server`].
     pub server: Option<String>,
+    /// SERVER's addresses to try in order, filled by [`resolve_server`] (empty until then, and
+    /// for a server).
+    pub server_addrs: Vec<SocketAddr>,
     /// Interface.
     pub device: String,
     /// TCP port.
@@ -656,6 +663,9 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
     if args.drop_every == Some(0) || args.mark_ce_every == Some(0) {
         return Err("--drop-every and --mark-ce-every take N >= 1".into());
     }
+    if let Some(server) = &args.server {
+        parse_server(server)?;
+    }
     if args.server.is_some() && args.clients != 1 {
         return Err("--clients is for the server (no SERVER argument)".into());
     }
@@ -673,6 +683,7 @@ pub fn settings(test: TestKind, args: &TestArgs) -> Result<Settings, String> {
     Ok(Settings {
         test,
         server: args.server.clone(),
+        server_addrs: Vec::new(),
         device: args.device.clone(),
         port: args.port,
         sizes,
@@ -741,6 +752,112 @@ pub fn resolve_gid(settings: &mut Settings) -> Result<(), String> {
         )
     })?;
     settings.gid = Some(gid);
+    Ok(())
+}
+
+/// SERVER, parsed: what to resolve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerSpec {
+    /// An IPv4 or IPv6 address (brackets removed).
+    Ip(IpAddr),
+    /// An IPv6 address with a zone (`fe80::2%eth0`, `fe80::2%3`): the interface name or index.
+    Scoped(Ipv6Addr, String),
+    /// A host name, for the resolver.
+    Name(String),
+}
+
+/// Parses SERVER: `10.0.0.2`, `fd00::2`, `[fd00::2]`, `fe80::2%eth0` (also bracketed), or a host
+/// name. The port is never part of it (`-p`). The error says what is wrong (exit code 2).
+pub fn parse_server(text: &str) -> Result<ServerSpec, String> {
+    let bad = |why: &str| Err(format!("SERVER {text:?}: {why}"));
+    if text.is_empty() {
+        return bad("empty");
+    }
+    let (inner, bracketed) = match text.strip_prefix('[') {
+        Some(rest) => match rest.strip_suffix(']') {
+            Some(inner) => (inner, true),
+            None if rest.contains("]:") => {
+                return bad("give the port with -p, not after the address")
+            }
+            None => return bad("no closing ']'"),
+        },
+        None => (text, false),
+    };
+    if inner.contains(['[', ']']) {
+        return bad("stray bracket");
+    }
+    if let Some((addr, zone)) = inner.split_once('%') {
+        let Ok(addr) = addr.parse::<Ipv6Addr>() else {
+            return bad("only an IPv6 address takes a %zone");
+        };
+        if zone.is_empty() || zone.contains(['%', '/', ' ']) || zone.starts_with('.') {
+            return bad("the %zone must be an interface name or index");
+        }
+        return Ok(ServerSpec::Scoped(addr, zone.to_owned()));
+    }
+    if let Ok(ip) = inner.parse::<IpAddr>() {
+        if bracketed && ip.is_ipv4() {
+            return bad("brackets are for IPv6 addresses");
+        }
+        return Ok(ServerSpec::Ip(ip));
+    }
+    if bracketed {
+        return bad("not an IPv6 address");
+    }
+    if inner.contains(':') {
+        return bad(
+            "not an IPv4 or IPv6 address, nor a host name (a host name has no ':'; give the port \
+             with -p)",
+        );
+    }
+    if inner.contains(|c: char| c.is_whitespace() || c.is_control() || c == '/') {
+        return bad("not a host name");
+    }
+    Ok(ServerSpec::Name(inner.to_owned()))
+}
+
+/// The addresses of SERVER on `port`, in the order to try them. A link-local IPv6 address needs
+/// an interface: its %zone, else `device` (the RoCE interface, `-d`). A host name resolves to
+/// every address the resolver gives, of either family. The error (bad syntax, no such zone, a name
+/// that does not resolve) is a bad argument: exit code 2.
+pub fn server_addrs(server: &str, port: u16, device: &str) -> Result<Vec<SocketAddr>, String> {
+    let zone_index = |zone: &str| -> Result<u32, String> {
+        if let Ok(index) = zone.parse::<u32>() {
+            return Ok(index);
+        }
+        sys::interface_index(zone).map_err(|e| {
+            format!("SERVER {server:?}: zone {zone:?}: {e} (no such interface in this namespace?)")
+        })
+    };
+    match parse_server(server)? {
+        ServerSpec::Ip(IpAddr::V6(ip)) if ip.is_unicast_link_local() => {
+            let scope = zone_index(device)?;
+            Ok(vec![SocketAddr::V6(SocketAddrV6::new(ip, port, 0, scope))])
+        }
+        ServerSpec::Ip(ip) => Ok(vec![SocketAddr::new(ip, port)]),
+        ServerSpec::Scoped(ip, zone) => {
+            let scope = zone_index(&zone)?;
+            Ok(vec![SocketAddr::V6(SocketAddrV6::new(ip, port, 0, scope))])
+        }
+        ServerSpec::Name(name) => {
+            let addrs: Vec<SocketAddr> = (name.as_str(), port)
+                .to_socket_addrs()
+                .map_err(|e| format!("SERVER {name:?}: cannot resolve the host name: {e}"))?
+                .collect();
+            if addrs.is_empty() {
+                return Err(format!("SERVER {name:?}: the host name has no address"));
+            }
+            Ok(addrs)
+        }
+    }
+}
+
+/// In client mode, fills [`Settings::server_addrs`] (see [`server_addrs`]). The error is a bad
+/// argument: exit code 2.
+pub fn resolve_server(settings: &mut Settings) -> Result<(), String> {
+    if let Some(server) = &settings.server {
+        settings.server_addrs = server_addrs(server, settings.port, &settings.device)?;
+    }
     Ok(())
 }
 
@@ -993,5 +1110,108 @@ mod tests {
         let mut s = parse(&["write_bw", "-d", "no-such-if0", "--gid", "fd00::1"]).unwrap();
         resolve_gid(&mut s).unwrap();
         assert_eq!(s.gid, Some("fd00::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn server_addresses_of_either_family() {
+        let ip = |t: &str| ServerSpec::Ip(t.parse().unwrap());
+        assert_eq!(parse_server("10.0.0.2"), Ok(ip("10.0.0.2")));
+        assert_eq!(parse_server("fd00::2"), Ok(ip("fd00::2")));
+        assert_eq!(parse_server("[fd00::2]"), Ok(ip("fd00::2")));
+        assert_eq!(parse_server("::ffff:10.0.0.2"), Ok(ip("::ffff:10.0.0.2")));
+        assert_eq!(
+            parse_server("fe80::2%eth0"),
+            Ok(ServerSpec::Scoped(
+                "fe80::2".parse().unwrap(),
+                "eth0".into()
+            ))
+        );
+        assert_eq!(
+            parse_server("[fe80::2%3]"),
+            Ok(ServerSpec::Scoped("fe80::2".parse().unwrap(), "3".into()))
+        );
+        assert_eq!(
+            parse_server("server-b.example"),
+            Ok(ServerSpec::Name("server-b.example".into()))
+        );
+        // Bad input: an error naming SERVER and the problem, never a panic.
+        for (text, why) in [
+            ("", "empty"),
+            ("[fd00::2", "no closing"),
+            ("[fd00::2]:18515", "-p"),
+            ("10.0.0.2:18515", "-p"),
+            ("fd00::2]", "stray bracket"),
+            ("[[fd00::2]]", "stray bracket"),
+            ("[10.0.0.2]", "brackets are for IPv6"),
+            ("[host]", "not an IPv6 address"),
+            ("fd00:::2", "not an IPv4 or IPv6 address"),
+            ("10.0.0.2%eth0", "only an IPv6 address takes a %zone"),
+            ("fe80::2%", "%zone"),
+            ("fe80::2%a/b", "%zone"),
+            ("two words", "not a host name"),
+        ] {
+            let error = parse_server(text).unwrap_err();
+            assert!(
+                error.starts_with(&format!("SERVER {text:?}: ")) && error.contains(why),
+                "{text:?}: {error}"
+            );
+        }
+        // Checked with the other arguments (a bad argument: exit code 2).
+        let error = parse(&["write_bw", "-d", "eth0", "[fd00::2"]).unwrap_err();
+        assert!(error.contains("no closing"), "{error}");
+        let s = parse(&["write_bw", "-d", "eth0", "[fd00::2]"]).unwrap();
+        assert_eq!(s.server.as_deref(), Some("[fd00::2]"));
+        assert!(s.server_addrs.is_empty());
+    }
+
+    #[test]
+    fn server_addresses_resolve_with_port_and_zone() {
+        let lo_index = sys::interface_index("lo").unwrap();
+        let v6 = |t: &str, scope: u32| {
+            SocketAddr::V6(SocketAddrV6::new(t.parse().unwrap(), 7000, 0, scope))
+        };
+        assert_eq!(
+            server_addrs("10.0.0.2", 7000, "eth0"),
+            Ok(vec!["10.0.0.2:7000".parse().unwrap()])
+        );
+        assert_eq!(
+            server_addrs("[fd00::2]", 7000, "eth0"),
+            Ok(vec![v6("fd00::2", 0)])
+        );
+        // A link-local address takes its zone, by name or index, else the RoCE interface's.
+        assert_eq!(
+            server_addrs("fe80::2%lo", 7000, "eth0"),
+            Ok(vec![v6("fe80::2", lo_index)])
+        );
+        assert_eq!(
+            server_addrs("fe80::2%42", 7000, "eth0"),
+            Ok(vec![v6("fe80::2", 42)])
+        );
+        assert_eq!(
+            server_addrs("fe80::2", 7000, "lo"),
+            Ok(vec![v6("fe80::2", lo_index)])
+        );
+        let error = server_addrs("fe80::2%no-such-if0", 7000, "lo").unwrap_err();
+        assert!(error.contains("\"no-such-if0\""), "{error}");
+        let error = server_addrs("fe80::2", 7000, "no-such-if0").unwrap_err();
+        assert!(error.contains("\"no-such-if0\""), "{error}");
+        // A host name: every address, of either family, with the port.
+        let local = server_addrs("localhost", 7000, "lo").unwrap();
+        assert!(!local.is_empty());
+        assert!(
+            local
+                .iter()
+                .all(|a| a.ip().is_loopback() && a.port() == 7000),
+            "{local:?}"
+        );
+        let error = server_addrs("no-such-host.invalid", 7000, "lo").unwrap_err();
+        assert!(error.contains("cannot resolve"), "{error}");
+        // resolve_server fills the settings of a client only.
+        let mut s = parse(&["write_bw", "-d", "lo", "fd00::2", "-p", "7000"]).unwrap();
+        resolve_server(&mut s).unwrap();
+        assert_eq!(s.server_addrs, vec![v6("fd00::2", 0)]);
+        let mut s = parse(&["write_bw", "-d", "lo"]).unwrap();
+        resolve_server(&mut s).unwrap();
+        assert!(s.server_addrs.is_empty());
     }
 }

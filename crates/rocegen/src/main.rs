@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use headroom_rocegen::cli::{resolve_gid, settings, Cli, TestCommand, TestKind};
+use headroom_rocegen::cli::{resolve_gid, resolve_server, settings, Cli, TestCommand, TestKind};
 use headroom_rocegen::run::run;
 
 fn main() -> ExitCode {
@@ -13,7 +13,12 @@ fn main() -> ExitCode {
         TestCommand::WriteBw(args) => (TestKind::WriteBw, args),
         TestCommand::WriteLat(args) => (TestKind::WriteLat, args),
     };
-    let settings = match settings(test, args).and_then(|mut s| resolve_gid(&mut s).map(|()| s)) {
+    let resolved = settings(test, args).and_then(|mut s| {
+        resolve_gid(&mut s)?;
+        resolve_server(&mut s)?;
+        Ok(s)
+    });
+    let settings = match resolved {
         Ok(settings) => settings,
         Err(why) => {
             eprintln!("rocegen: {why}");

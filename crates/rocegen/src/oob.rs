@@ -6,9 +6,15 @@
 //!
 //! Messages are JSON objects, one per line (`serde_json`). A line longer than
 //! [`MESSAGE_BYTES_MAX`] is refused, so a broken peer cannot make us buffer without bound.
+//!
+//! The exchange runs over IPv4 or IPv6, whichever address the client was given, independently
+//! of the RoCE family: the server listens on both ([`listen`]: one dual-stack socket on `[::]`,
+//! or `0.0.0.0` where the kernel has no IPv6), and IPv4 peers of the dual-stack socket, which
+//! the kernel shows as IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`), are unmapped
+//! ([`unmapped`]) before anything uses their address.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -125,6 +131,63 @@ impl From<io::Error> for OobError {
     }
 }
 
+/// `addr` with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, how a dual-stack socket shows an
+/// IPv4 peer) turned back into the IPv4 address; any other address unchanged.
+#[must_use]
+pub fn unmapped(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::from((v4, v6.port())),
+            // Keeps a link-local address's scope.
+            None => addr,
+        },
+        SocketAddr::V4(_) => addr,
+    }
+}
+
+/// Which socket [`listen`] got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListenFamily {
+    /// One IPv6 socket on `[::]` with `IPV6_V6ONLY` off: IPv6 and IPv4 clients.
+    DualStack,
+    /// IPv4 only, on `0.0.0.0`: the kernel refused the IPv6 socket (IPv6 not built in, or
+    /// `ipv6.disable=1`).
+    Ipv4Only,
+}
+
+/// The server's listening socket on TCP `port` (0: any free port) for clients of either family:
+/// one IPv6 socket on `[::]` with `IPV6_V6ONLY` off, so that IPv4 clients arrive on it too (as
+/// IPv4-mapped addresses, see [`unmapped`]), whatever `net.ipv6.bindv6only` says; where the kernel
+/// refuses that socket, `0.0.0.0`. `SO_REUSEADDR` is on, as for [`TcpListener::bind`].
+pub fn listen(port: u16) -> io::Result<(TcpListener, ListenFamily)> {
+    match listen_dual_stack(port) {
+        Ok(listener) => Ok((listener, ListenFamily::DualStack)),
+        Err(v6) => match bind_listener(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), None) {
+            Ok(listener) => Ok((listener, ListenFamily::Ipv4Only)),
+            Err(v4) if v4.kind() == v6.kind() => Err(v4),
+            Err(v4) => Err(io::Error::new(v4.kind(), format!("{v4} (on [::]: {v6})"))),
+        },
+    }
+}
+
+/// The dual-stack socket of [`listen`].
+fn listen_dual_stack(port: u16) -> io::Result<TcpListener> {
+    bind_listener(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)), Some(false))
+}
+
+/// A listening TCP socket on `addr`; `only_v6`: `IPV6_V6ONLY` for an IPv6 socket.
+fn bind_listener(addr: SocketAddr, only_v6: Option<bool>) -> io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if let Some(only_v6) = only_v6 {
+        socket.set_only_v6(only_v6)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
+}
+
 /// A connected exchange channel.
 #[derive(Debug)]
 pub struct Oob {
@@ -145,34 +208,57 @@ impl Oob {
         })
     }
 
-    /// Connects to `server`, retrying refused connections until `timeout` (the server may still be
-    /// starting, as when a lab starts both at once).
-    pub fn connect(server: SocketAddr, timeout: Duration) -> Result<Self, OobError> {
+    /// Connects to the first of `servers` (the addresses of the server, in order, as a host name
+    /// resolves) that answers, as [`TcpStream::connect`] tries each address; retries a round
+    /// that was only refused or unreachable until `timeout` (the server may still be starting,
+    /// as when a lab starts both at once). The error is the last address's.
+    pub fn connect(servers: &[SocketAddr], timeout: Duration) -> Result<Self, OobError> {
         let deadline = Instant::now() + timeout;
         loop {
-            match TcpStream::connect_timeout(&server, Duration::from_secs(1)) {
-                Ok(stream) => return Ok(Self::new(stream)?),
-                Err(e)
-                    if Instant::now() < deadline
-                        && matches!(
+            let mut last = None;
+            let mut retry = false;
+            for server in servers {
+                match TcpStream::connect_timeout(server, Duration::from_secs(1)) {
+                    Ok(stream) => return Ok(Self::new(stream)?),
+                    Err(e) => {
+                        retry |= matches!(
                             e.kind(),
                             ErrorKind::ConnectionRefused
                                 | ErrorKind::TimedOut
                                 | ErrorKind::HostUnreachable
                                 | ErrorKind::NetworkUnreachable
-                        ) =>
-                {
-                    std::thread::sleep(Duration::from_millis(50));
+                        );
+                        last = Some(io::Error::new(e.kind(), format!("{server}: {e}")));
+                    }
                 }
-                Err(e) => return Err(OobError::Io(e)),
             }
+            let Some(last) = last else {
+                return Err(OobError::Io(io::Error::new(
+                    ErrorKind::InvalidInput,
+                    "no server address to connect to",
+                )));
+            };
+            if !(retry && Instant::now() < deadline) {
+                return Err(OobError::Io(last));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    /// The stream (for its addresses and its file descriptor).
+    /// The stream (for its file descriptor).
     #[must_use]
     pub fn stream(&self) -> &TcpStream {
         &self.writer
+    }
+
+    /// Our address on the connection, [`unmapped`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.writer.local_addr().map(unmapped)
+    }
+
+    /// The peer's address on the connection, [`unmapped`].
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.writer.peer_addr().map(unmapped)
     }
 
     /// Sends one message (blocking; messages are small).
@@ -264,7 +350,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::thread::spawn(move || {
-            let mut oob = Oob::connect(addr, Duration::from_secs(5)).unwrap();
+            let mut oob = Oob::connect(&[addr], Duration::from_secs(5)).unwrap();
             let hello = Message::Hello {
                 version: PROTOCOL_VERSION,
                 shape: TestShape {
@@ -332,5 +418,94 @@ mod tests {
             Err(OobError::Malformed(_))
         ));
         writer.join().unwrap();
+    }
+
+    #[test]
+    fn mapped_addresses_are_unmapped() {
+        let mapped: SocketAddr = "[::ffff:10.0.0.2]:18515".parse().unwrap();
+        assert_eq!(unmapped(mapped), "10.0.0.2:18515".parse().unwrap());
+        for same in ["10.0.0.2:1", "[fd00::2]:1", "[::1]:1", "[fe80::1%3]:1"] {
+            let addr: SocketAddr = same.parse().unwrap();
+            assert_eq!(unmapped(addr), addr);
+        }
+    }
+
+    /// A client connected to `listener` from `from`, both ends as [`Oob`]s.
+    fn connect_pair(listener: &TcpListener, to: SocketAddr) -> (Oob, Oob) {
+        let client = Oob::connect(&[to], Duration::from_secs(5)).unwrap();
+        let (stream, _) = listener.accept().unwrap();
+        (client, Oob::new(stream).unwrap())
+    }
+
+    #[test]
+    fn the_listener_takes_ipv4_and_ipv6_clients() {
+        let (listener, family) = listen(0).unwrap();
+        assert_eq!(family, ListenFamily::DualStack);
+        let local = listener.local_addr().unwrap();
+        assert_eq!(local.ip(), IpAddr::from(Ipv6Addr::UNSPECIFIED));
+        let port = local.port();
+        // An IPv4 client: the kernel shows it as ::ffff:127.0.0.1, we as 127.0.0.1.
+        let (client, server) = connect_pair(&listener, SocketAddr::from(([127, 0, 0, 1], port)));
+        assert!(server.stream().peer_addr().unwrap().ip().is_ipv6());
+        assert_eq!(server.peer_addr().unwrap(), client.local_addr().unwrap());
+        assert_eq!(
+            server.peer_addr().unwrap().ip(),
+            IpAddr::from([127, 0, 0, 1])
+        );
+        assert_eq!(
+            server.local_addr().unwrap(),
+            SocketAddr::from(([127, 0, 0, 1], port))
+        );
+        // An IPv6 client.
+        let (client, server) =
+            connect_pair(&listener, SocketAddr::from((Ipv6Addr::LOCALHOST, port)));
+        assert_eq!(server.peer_addr().unwrap(), client.local_addr().unwrap());
+        assert_eq!(
+            server.local_addr().unwrap().ip(),
+            IpAddr::from(Ipv6Addr::LOCALHOST)
+        );
+        // The client tries each address in order: the first refuses, the second answers.
+        let closed = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let client = Oob::connect(
+            &[closed, SocketAddr::from((Ipv6Addr::LOCALHOST, port))],
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(client.peer_addr().unwrap().port(), port);
+        // No address: an error, not a panic.
+        assert!(matches!(
+            Oob::connect(&[], Duration::ZERO),
+            Err(OobError::Io(e)) if e.kind() == ErrorKind::InvalidInput
+        ));
+        // Only refusals, past the deadline: the last address's error, naming it.
+        match Oob::connect(&[closed], Duration::ZERO) {
+            Err(OobError::Io(e)) => {
+                assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+                assert!(e.to_string().contains(&closed.to_string()), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_the_ipv6_socket_the_listener_falls_back_to_ipv4() {
+        // [::]:P taken by an IPv6-only listener: the dual-stack socket cannot bind, 0.0.0.0:P can.
+        let holder =
+            bind_listener(SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)), Some(true)).unwrap();
+        let port = holder.local_addr().unwrap().port();
+        let (listener, family) = listen(port).unwrap();
+        assert_eq!(family, ListenFamily::Ipv4Only);
+        assert_eq!(
+            listener.local_addr().unwrap(),
+            SocketAddr::from((Ipv4Addr::UNSPECIFIED, port))
+        );
+        let (client, server) = connect_pair(&listener, SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(server.peer_addr().unwrap(), client.local_addr().unwrap());
+        // Both taken: the error says so, for both sockets.
+        let error = listen(port).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::AddrInUse);
     }
 }

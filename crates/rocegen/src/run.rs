@@ -13,7 +13,7 @@
 //! CPU spent, which matters in a lab that runs several hosts on two cores.
 
 use std::hash::{BuildHasher, Hasher};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -1112,12 +1112,13 @@ fn failed(settings: &Settings, role: &'static str, error: &RunError) -> Outcome 
     }
 }
 
-fn resolve(server: &str, port: u16) -> Result<SocketAddr, RunError> {
-    (server, port)
-        .to_socket_addrs()
-        .map_err(|e| RunError::Setup(format!("resolving {server:?}: {e}")))?
-        .find(SocketAddr::is_ipv4)
-        .ok_or_else(|| RunError::Setup(format!("{server:?} has no IPv4 address")))
+/// The server's addresses: [`Settings::server_addrs`], else (a library caller that did not
+/// resolve them first) resolved now.
+fn server_addrs(settings: &Settings, server: &str) -> Result<Vec<SocketAddr>, RunError> {
+    if !settings.server_addrs.is_empty() {
+        return Ok(settings.server_addrs.clone());
+    }
+    crate::cli::server_addrs(server, settings.port, &settings.device).map_err(RunError::Setup)
 }
 
 fn run_client(settings: &Settings, server: &str) -> Outcome {
@@ -1142,8 +1143,8 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
             )
         }
     };
-    let connect = resolve(server, settings.port).and_then(|addr| {
-        Oob::connect(addr, Duration::from_secs_f64(settings.connect_timeout_s))
+    let connect = server_addrs(settings, server).and_then(|addrs| {
+        Oob::connect(&addrs, Duration::from_secs_f64(settings.connect_timeout_s))
             .map_err(RunError::from)
     });
     let mut oob = match connect {
@@ -1151,7 +1152,6 @@ fn run_client(settings: &Settings, server: &str) -> Outcome {
         Err(e) => return failed(settings, role, &e),
     };
     let local_ip = match oob
-        .stream()
         .local_addr()
         .map_err(|e| RunError::Setup(e.to_string()))
         .and_then(|a| local_roce_addr(settings, a.ip()))
@@ -1322,7 +1322,6 @@ fn server_setup(
         .ok_or_else(|| RunError::Setup("no client".into()))?;
     let local_addr = first
         .oob
-        .stream()
         .local_addr()
         .map_err(|e| RunError::Setup(e.to_string()))?;
     let local_ip = local_roce_addr(settings, local_addr.ip())?;
@@ -1389,8 +1388,9 @@ fn run_server(settings: &Settings) -> Outcome {
         Ok(port) => port,
         Err(e) => return failed(settings, role, &e),
     };
-    let listener = match TcpListener::bind((Ipv4Addr::UNSPECIFIED, settings.port)) {
-        Ok(l) => l,
+    // IPv6 and IPv4 clients alike; IPv4 only where the kernel has no IPv6.
+    let listener = match crate::oob::listen(settings.port) {
+        Ok((l, _)) => l,
         Err(e) => {
             return failed(
                 settings,

@@ -1,5 +1,5 @@
 //! The few system calls `rocegen` makes itself: interface addresses, a nanosecond `ppoll`, the
-//! timer slack, and the interface MTU.
+//! timer slack, and the interface MTU and index.
 
 use std::ffi::CStr;
 use std::io;
@@ -72,16 +72,26 @@ fn interface_addrs(interface: &str) -> io::Result<Vec<IpAddr>> {
 
 /// The MTU of `interface`, from sysfs.
 pub fn interface_mtu(interface: &str) -> io::Result<usize> {
+    interface_attribute(interface, "mtu")
+}
+
+/// The index of `interface` (an IPv6 link-local address's scope), from sysfs.
+pub fn interface_index(interface: &str) -> io::Result<u32> {
+    interface_attribute(interface, "ifindex")
+}
+
+/// A number in `/sys/class/net/INTERFACE/NAME`.
+fn interface_attribute<T: std::str::FromStr>(interface: &str, name: &str) -> io::Result<T> {
     if interface.is_empty() || interface.contains('/') || interface.starts_with('.') {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "invalid interface name",
         ));
     }
-    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/mtu"))?;
+    let text = std::fs::read_to_string(format!("/sys/class/net/{interface}/{name}"))?;
     text.trim()
         .parse()
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "unreadable MTU"))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("unreadable {name}")))
 }
 
 /// What [`PollSet::wait`] saw on each descriptor.
