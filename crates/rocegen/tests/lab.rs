@@ -864,3 +864,135 @@ fn ipv6_takes_the_interface_global_address_or_exits_2() {
     assert_eq!(num(&server, "counters.messages_delivered"), 20);
     assert_eq!(num(&server, "counters.icrc_errors"), 0);
 }
+
+// ---- The out-of-band exchange over IPv6 ---------------------------------------------------------
+
+/// The kernel's global IPv6 addresses of the lab's hosts in the exchange tests.
+const OOB6_A: &str = "fd00:6::11";
+const OOB6_B: &str = "fd00:6::12";
+
+/// A write_bw run of `n` messages of 4 KiB went through whole: every message completed and
+/// delivered intact, nothing retransmitted.
+fn assert_clean_run(client: &Value, server: &Value, n: u64) {
+    assert_eq!(num(client, "counters.messages_completed"), n);
+    assert_eq!(num(client, "counters.retransmitted_packets"), 0);
+    assert_eq!(num(client, "counters.retransmission_timeouts"), 0);
+    assert_eq!(num(client, "counters.naks_received"), 0);
+    assert_eq!(num(server, "counters.messages_delivered"), n);
+    assert_eq!(num(server, "counters.payload_bytes_delivered"), n * 4096);
+    assert_eq!(num(server, "counters.out_of_sequence_packets"), 0);
+    assert_eq!(num(server, "counters.icrc_errors"), 0);
+    assert_eq!(num(client, "peer.counters.messages_delivered"), n);
+}
+
+#[test]
+fn the_exchange_reaches_the_server_by_its_ipv6_address() {
+    let _serial = serial();
+    let lab = Lab::new();
+    Lab::add_addr(&lab.ns_a, &lab.if_a, &format!("{OOB6_A}/64"));
+    Lab::add_addr(&lab.ns_b, &lab.if_b, &format!("{OOB6_B}/64"));
+    let client_args = ["-n", "50", "-s", "4096"];
+    // RoCE over IPv6 (the interfaces' global addresses), the exchange over IPv6.
+    let (client, server) = lab.pair_to(
+        OOB6_B,
+        "write_bw",
+        &["--ipv6"],
+        &[&client_args[..], &["--ipv6"]].concat(),
+    );
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(client["local"]["ip"], OOB6_A);
+    assert_eq!(client["remote"][0]["ip"], OOB6_B);
+    assert_eq!(server["local"]["ip"], OOB6_B);
+    assert_eq!(server["remote"][0]["ip"], OOB6_A);
+    // RoCE over IPv4, the exchange over IPv6 (bracketed): the RoCE addresses are the
+    // interfaces' IPv4 ones, whatever address the exchange used.
+    let (client, server) = lab.pair_to(&format!("[{OOB6_B}]"), "write_bw", &[], &client_args);
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(client["local"]["ip"], lab.ip_a.as_str());
+    assert_eq!(client["remote"][0]["ip"], lab.ip_b.as_str());
+    assert_eq!(server["local"]["ip"], lab.ip_b.as_str());
+    // The exchange over link-local addresses: with the client's interface as the zone, and
+    // without a zone (the -d interface's); RoCE over IPv4, then over IPv6 from given GIDs.
+    Lab::add_addr(&lab.ns_a, &lab.if_a, "fe80::11/64");
+    Lab::add_addr(&lab.ns_b, &lab.if_b, "fe80::12/64");
+    let (client, server) = lab.pair_to(
+        &format!("fe80::12%{}", lab.if_a),
+        "write_bw",
+        &[],
+        &client_args,
+    );
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(server["remote"][0]["ip"], lab.ip_a.as_str());
+    let (client, server) = lab.pair_to(
+        "fe80::12",
+        "write_bw",
+        &["--gid", GID_B],
+        &[&client_args[..], &["--gid", GID_A]].concat(),
+    );
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(client["local"]["ip"], GID_A);
+    assert_eq!(server["local"]["ip"], GID_B);
+}
+
+#[test]
+fn an_ipv4_client_of_the_dual_stack_server_is_unmapped() {
+    let _serial = serial();
+    let lab = Lab::new();
+    // A second IPv4 address on the server's interface: the server takes the one the client
+    // reached it on as its RoCE address, which it finds only if the dual-stack socket's
+    // ::ffff:a.b.c.d is turned back into a.b.c.d (else: "several IPv4 addresses").
+    let second = format!("{}.3", lab.ip_b.strip_suffix(".2").expect("a.b.c.2"));
+    Lab::add_addr(&lab.ns_b, &lab.if_b, &format!("{second}/24"));
+    let (client, server) = lab.pair_to(&second, "write_bw", &[], &["-n", "50", "-s", "4096"]);
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(server["local"]["ip"], second.as_str());
+    assert_eq!(client["remote"][0]["ip"], second.as_str());
+    assert_eq!(server["remote"][0]["ip"], lab.ip_a.as_str());
+}
+
+#[test]
+fn with_kernel_ipv6_off_the_exchange_stays_on_ipv4_and_bad_servers_exit_2() {
+    let _serial = serial();
+    let lab = Lab::new();
+    Lab::add_addr(&lab.ns_b, &lab.if_b, &format!("{OOB6_B}/64"));
+    lab.disable_kernel_ipv6();
+    // As on `headroom lab` hosts: the server still listens (IPv4 clients reach it), RoCE over
+    // IPv4 and over IPv6 from given GIDs.
+    let (client, server) = lab.pair("write_bw", &[], &["-n", "50", "-s", "4096"]);
+    assert_clean_run(&client, &server, 50);
+    let (client, server) = lab.pair(
+        "write_bw",
+        &["--gid", GID_B],
+        &["-n", "50", "-s", "4096", "--gid", GID_A],
+    );
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(server["local"]["ip"], GID_B);
+    let client_alone = |server: &str, extra: &[&str]| {
+        let mut args = vec!["write_bw", "-d", &lab.if_a, server, "-p", "18516", "--json"];
+        args.extend_from_slice(extra);
+        let out = Lab::command(&lab.ns_a, env!("CARGO_BIN_EXE_rocegen"), &args)
+            .output()
+            .expect("run rocegen");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        (out.status.code(), stderr)
+    };
+    // An IPv6 server without kernel IPv6: a run-time failure naming the address.
+    let (code, stderr) = client_alone(OOB6_B, &["--connect-timeout", "0"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("[{OOB6_B}]:18516")), "{stderr}");
+    // Bad SERVER arguments: exit code 2 and what is wrong.
+    for (server, why) in [
+        ("[fd00::2", "no closing ']'"),
+        ("10.0.0.2:18515", "-p"),
+        ("fe80::2%no-such-if0", "no-such-if0"),
+        ("no-such-host.invalid", "cannot resolve"),
+    ] {
+        let (code, stderr) = client_alone(server, &[]);
+        assert_eq!(code, Some(2), "{server}: {stderr}");
+        assert!(
+            stderr.contains(&format!("SERVER {server:?}")) && stderr.contains(why),
+            "{server}: {stderr}"
+        );
+    }
+}

@@ -161,8 +161,13 @@ impl Lab {
 
     /// Starts the rocegen client in `a`.
     pub fn client(&self, test: &str, port: u16, extra: &[&str]) -> Proc {
+        self.client_to(&self.ip_b, test, port, extra)
+    }
+
+    /// Starts the rocegen client in `a`, towards SERVER `server` (an address of `b`, any form).
+    pub fn client_to(&self, server: &str, test: &str, port: u16, extra: &[&str]) -> Proc {
         let port = port.to_string();
-        let mut args = vec![test, "-d", &self.if_a, &self.ip_b, "-p", &port, "--json"];
+        let mut args = vec![test, "-d", &self.if_a, server, "-p", &port, "--json"];
         args.extend_from_slice(extra);
         Proc::spawn(Self::command(
             &self.ns_a,
@@ -171,9 +176,43 @@ impl Lab {
         ))
     }
 
+    /// Adds `addr` (`ADDR/LEN`) to `ifname` in `ns` without duplicate address detection, so that
+    /// an IPv6 address is usable at once.
+    pub fn add_addr(ns: &str, ifname: &str, addr: &str) {
+        let mut args = vec!["-n", ns, "addr", "add", addr, "dev", ifname];
+        if addr.contains(':') {
+            args.push("nodad");
+        }
+        run("ip", &args);
+    }
+
+    /// Turns the kernel's IPv6 off in both namespaces (as `headroom lab` hosts have it).
+    pub fn disable_kernel_ipv6(&self) {
+        for ns in [&self.ns_a, &self.ns_b] {
+            for key in [
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ] {
+                run("ip", &["netns", "exec", ns, "sysctl", "-qw", key]);
+            }
+        }
+    }
+
     /// Runs a server and a client to completion; returns their JSON reports (both must succeed).
     pub fn pair(&self, test: &str, server: &[&str], client: &[&str]) -> (Value, Value) {
         let (client, server) = self.pair_finished(test, server, client);
+        (client.json(), server.json())
+    }
+
+    /// [`Lab::pair`] with the client given `to` as SERVER.
+    pub fn pair_to(
+        &self,
+        to: &str,
+        test: &str,
+        server: &[&str],
+        client: &[&str],
+    ) -> (Value, Value) {
+        let (client, server) = self.pair_finished_to(to, test, server, client);
         (client.json(), server.json())
     }
 
@@ -184,9 +223,20 @@ impl Lab {
         server: &[&str],
         client: &[&str],
     ) -> (Finished, Finished) {
+        self.pair_finished_to(&self.ip_b, test, server, client)
+    }
+
+    /// [`Lab::pair_finished`] with the client given `to` as SERVER.
+    pub fn pair_finished_to(
+        &self,
+        to: &str,
+        test: &str,
+        server: &[&str],
+        client: &[&str],
+    ) -> (Finished, Finished) {
         let port = 20_000 + (std::process::id() % 20_000) as u16;
         let server = self.server(test, port, server);
-        let client = self.client(test, port, client);
+        let client = self.client_to(to, test, port, client);
         let client = client.finish(RUN_DEADLINE);
         let server = server.finish(RUN_DEADLINE);
         (client, server)
