@@ -934,6 +934,65 @@ fn the_exchange_reaches_the_server_by_its_ipv6_address() {
     assert_eq!(server["local"]["ip"], GID_B);
 }
 
+/// `/etc/netns/NS/hosts`, which `ip netns exec NS` mounts over `/etc/hosts`; removed on drop.
+struct NetnsHosts(std::path::PathBuf);
+
+impl NetnsHosts {
+    fn new(ns: &str, lines: &str) -> Self {
+        let dir = std::path::Path::new("/etc/netns").join(ns);
+        std::fs::create_dir_all(&dir).expect("/etc/netns/NS");
+        let guard = Self(dir);
+        std::fs::write(guard.0.join("hosts"), lines).expect("hosts");
+        guard
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        // The parent only if no one else uses it.
+        let _ = std::fs::remove_dir("/etc/netns");
+    }
+}
+
+#[test]
+fn a_host_name_reaches_the_server_over_either_family() {
+    let _serial = serial();
+    let lab = Lab::new();
+    Lab::add_addr(&lab.ns_a, &lab.if_a, &format!("{OOB6_A}/64"));
+    Lab::add_addr(&lab.ns_b, &lab.if_b, &format!("{OOB6_B}/64"));
+    // rg-b6 has only the server's IPv6 address; rg-b46 first an IPv6 address where nothing
+    // listens (the client's own: refused at once), then the server's IPv4 address, so the
+    // client has to go on to the next address, of the other family.
+    let _hosts = NetnsHosts::new(
+        &lab.ns_a,
+        &format!("{OOB6_B} rg-b6\n{OOB6_A} rg-b46\n{} rg-b46\n", lab.ip_b),
+    );
+    // The resolver's order (getaddrinfo's RFC 6724 sort), as rocegen gets it.
+    let out = Lab::command(&lab.ns_a, "getent", &["ahosts", "rg-b46"])
+        .output()
+        .expect("getent");
+    let order: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("STREAM"))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    assert_eq!(order, [OOB6_A, lab.ip_b.as_str()], "getent ahosts rg-b46");
+    let client_args = ["-n", "50", "-s", "4096"];
+    let (client, server) = lab.pair_to("rg-b6", "write_bw", &[], &client_args);
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(server["remote"][0]["ip"], lab.ip_a.as_str());
+    let (client, server) = lab.pair_to(
+        "rg-b46",
+        "write_bw",
+        &["--ipv6"],
+        &[&client_args[..], &["--ipv6"]].concat(),
+    );
+    assert_clean_run(&client, &server, 50);
+    assert_eq!(client["remote"][0]["ip"], OOB6_B);
+    assert_eq!(server["remote"][0]["ip"], OOB6_A);
+}
+
 #[test]
 fn an_ipv4_client_of_the_dual_stack_server_is_unmapped() {
     let _serial = serial();
