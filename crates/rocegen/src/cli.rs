@@ -825,8 +825,12 @@ pub fn server_addrs(server: &str, port: u16, device: &str) -> Result<Vec<SocketA
         if let Ok(index) = zone.parse::<u32>() {
             return Ok(index);
         }
-        sys::interface_index(zone).map_err(|e| {
-            format!("SERVER {server:?}: zone {zone:?}: {e} (no such interface in this namespace?)")
+        sys::interface_index(zone).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "SERVER {server:?}: no interface {zone:?} in this network namespace (a \
+                 link-local address's zone: %IFACE, or the -d interface)"
+            ),
+            _ => format!("SERVER {server:?}: interface {zone:?}: {e}"),
         })
     };
     match parse_server(server)? {
