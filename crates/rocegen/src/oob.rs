@@ -430,7 +430,7 @@ mod tests {
         }
     }
 
-    /// A client connected to `listener` from `from`, both ends as [`Oob`]s.
+    /// A client connected to `listener` at `to`, and the accepted end: (client, server).
     fn connect_pair(listener: &TcpListener, to: SocketAddr) -> (Oob, Oob) {
         let client = Oob::connect(&[to], Duration::from_secs(5)).unwrap();
         let (stream, _) = listener.accept().unwrap();
