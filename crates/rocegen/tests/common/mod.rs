@@ -140,10 +140,14 @@ impl Lab {
         lab
     }
 
-    /// A command that runs `program` inside namespace `ns`.
+    /// A command that runs `program` inside namespace `ns`, at niceness -10 like the rocegen
+    /// processes of `headroom lab incast`: the other tests of the suite run in parallel on two
+    /// CPUs, and a receiver descheduled for tens of milliseconds overflows its kernel RX ring at
+    /// 1 Gb/s, which shows up as retransmissions that say nothing about rocegen.
     pub fn command(ns: &str, program: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", ns, program]).args(args);
+        cmd.args(["netns", "exec", ns, "nice", "-n", "-10", program])
+            .args(args);
         cmd
     }
 
