@@ -101,6 +101,12 @@ struct EgressPort<F> {
     shaper: Shaper,
     pfc: PfcGenerator,
     pause_802_3x: bool,
+    /// Queues with a watchdog mitigation (bit per queue), as this side last set them on the
+    /// shared board: only the egress side that owns a port writes its mitigations, so the
+    /// per-poll checks read these bits instead of eight shared slots, twice.
+    mitigated: u8,
+    /// Of those, the queues under the drop action.
+    dropping: u8,
 }
 
 /// The egress side of one TX lcore.
@@ -195,6 +201,8 @@ impl<F: Frame> Egress<F> {
                     shaper: Shaper::new(p.shaper_rate_bps, shaper_burst_bytes(p), now),
                     pfc: PfcGenerator::new(p.pfc_enable.0, p.pfc_quanta, p.pfc_refresh_ns),
                     pause_802_3x: p.pause_802_3x,
+                    mitigated: 0,
+                    dropping: 0,
                 }
             })
             .collect();
@@ -301,7 +309,7 @@ impl<F: Frame> Egress<F> {
         let port = &self.ports[i];
         let p = port.id.index();
         let queue = &port.queues[q];
-        if self.shared.mitigation.get(p, q) != QueueMitigation::None {
+        if port.mitigated & 1 << q != 0 {
             return false;
         }
         if port.pause_802_3x && now < self.shared.pfc.port_paused_until(p) {
@@ -321,12 +329,13 @@ impl<F: Frame> Egress<F> {
     fn poll_data(&mut self, now: Instant, i: usize, out: &mut Vec<F>, max: usize) {
         let p = self.ports[i].id.index();
         let mut eligible = 0u8;
+        // A queue under the watchdog's drop action never transmits: what `drop_stormed` could
+        // not discard within its per-poll budget waits for the next poll.
+        let dropping = self.ports[i].dropping;
         for q in 0..PRIORITY_COUNT {
-            // A queue under the watchdog's drop action never transmits: what `drop_stormed`
-            // could not discard within its per-poll budget waits for the next poll.
-            if !self.ports[i].queues[q].is_empty()
+            if dropping & 1 << q == 0
+                && !self.ports[i].queues[q].is_empty()
                 && !self.paused(i, q, now)
-                && self.shared.mitigation.get(p, q) != QueueMitigation::Drop
             {
                 eligible |= 1 << q;
             }
@@ -457,10 +466,10 @@ impl<F: Frame> Egress<F> {
     /// Applies the watchdog's drop action: discards what stormed queues hold (bounded per poll).
     fn drop_stormed(&mut self, i: usize) {
         let p = self.ports[i].id.index();
-        for q in 0..PRIORITY_COUNT {
-            if self.shared.mitigation.get(p, q) != QueueMitigation::Drop {
-                continue;
-            }
+        let mut dropping = self.ports[i].dropping;
+        while dropping != 0 {
+            let q = dropping.trailing_zeros() as usize % PRIORITY_COUNT;
+            dropping &= dropping - 1;
             let counters = &self.shared.egress_counters[self.side].ports[p];
             let queue = &mut self.ports[i].queues[q];
             for _ in 0..WATCHDOG_DROP_BUDGET {
@@ -565,9 +574,12 @@ impl<F: Frame> Egress<F> {
                             g.set(0);
                         }
                         if !self.big_red_switch {
-                            shared
-                                .mitigation
-                                .set(p, q, QueueMitigation::for_action(action));
+                            set_mitigation(
+                                &shared,
+                                &mut self.ports[i],
+                                q,
+                                QueueMitigation::for_action(action),
+                            );
                         }
                         shared.egress_events[self.side].push(Event::StormDetected {
                             port: port_id,
@@ -580,7 +592,7 @@ impl<F: Frame> Egress<F> {
                         stats.restored.inc();
                         stats.stormed.set(0);
                         if !self.big_red_switch {
-                            shared.mitigation.set(p, q, QueueMitigation::None);
+                            set_mitigation(&shared, &mut self.ports[i], q, QueueMitigation::None);
                         }
                         shared.egress_events[self.side].push(Event::StormRestored {
                             port: port_id,
@@ -627,10 +639,11 @@ impl<F: Frame> Egress<F> {
     /// ports, regardless of storms (SONiC `BIG_RED_SWITCH`).
     pub fn set_big_red_switch(&mut self, on: bool, _now: Instant) {
         self.big_red_switch = on;
-        for port in &self.ports {
-            let p = port.id.index();
-            for (q, queue) in port.queues.iter().enumerate() {
-                let Some(wd) = &queue.watchdog else { continue };
+        for port in &mut self.ports {
+            for q in 0..PRIORITY_COUNT {
+                let Some(wd) = &port.queues[q].watchdog else {
+                    continue;
+                };
                 let m = if on {
                     QueueMitigation::Drop
                 } else if wd.status() == QueueStatus::Stormed {
@@ -638,7 +651,7 @@ impl<F: Frame> Egress<F> {
                 } else {
                     QueueMitigation::None
                 };
-                self.shared.mitigation.set(p, q, m);
+                set_mitigation(&self.shared, port, q, m);
             }
         }
     }
@@ -721,6 +734,15 @@ impl<F: Frame> Egress<F> {
             .as_ref()
             .map(QueueWatchdog::action)
     }
+}
+
+/// Sets the watchdog mitigation of queue `q` of `port` on the shared board (which the ingress
+/// side reads) and in the port's own bits (which this side reads).
+fn set_mitigation<F>(shared: &Shared, port: &mut EgressPort<F>, q: usize, m: QueueMitigation) {
+    shared.mitigation.set(port.id.index(), q, m);
+    let bit = 1u8 << q;
+    port.mitigated = port.mitigated & !bit | if m == QueueMitigation::None { 0 } else { bit };
+    port.dropping = port.dropping & !bit | if m == QueueMitigation::Drop { bit } else { 0 };
 }
 
 /// What a run of frames from one queue adds up to, stored once at its end.
