@@ -349,8 +349,14 @@ impl<F: Frame> Egress<F> {
         // This side's PG release counters, `[in port][pg]`: one index per sent frame.
         let pg_releases = shared.releases.pg_of(side);
         let port = &mut self.ports[i];
+        if max == 0 {
+            return;
+        }
+        // The shaper is refilled once per poll: a refill at the same `now` again adds nothing
+        // (credit never exceeds the burst), so each run only checks the credit.
+        port.shaper.ready(now);
         let mut sent = 0;
-        while sent < max && eligible != 0 && port.shaper.ready(now) {
+        while sent < max && eligible != 0 && port.shaper.has_credit() {
             let queues = &port.queues;
             // The last head the scheduler looked at, which is usually the picked queue's.
             let mut seen = None;
