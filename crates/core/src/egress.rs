@@ -87,8 +87,49 @@ impl<F: Frame> EgressQueue<F> {
         None
     }
 
+    #[inline]
     fn is_empty(&self) -> bool {
+        if let [ring] = self.rings.as_slice() {
+            return ring.is_empty();
+        }
         self.rings.iter().all(Consumer::is_empty)
+    }
+}
+
+impl<F: Frame> EgressPort<F> {
+    /// Whether queue `q` is held by received pause at `now`.
+    #[inline]
+    fn paused(&self, shared: &Shared, q: usize, now: Instant) -> bool {
+        let p = self.id.index();
+        if self.mitigated & 1 << q != 0 {
+            return false;
+        }
+        if self.pause_802_3x && now < shared.pfc.port_paused_until(p) {
+            return true;
+        }
+        let mut mask = self.queues[q % PRIORITY_COUNT].pause_mask;
+        while mask != 0 {
+            let prio = Priority::from_low_bits(u8::try_from(mask.trailing_zeros()).unwrap_or(0));
+            if now < shared.pfc.paused_until(p, prio) {
+                return true;
+            }
+            mask &= mask - 1;
+        }
+        false
+    }
+
+    /// The queues that may send at `now` (bit per queue): not empty, not paused, not under
+    /// the watchdog's drop action (what `drop_stormed` could not discard within its per-poll
+    /// budget waits for the next poll).
+    #[inline]
+    fn eligible(&self, shared: &Shared, now: Instant) -> u8 {
+        let mut eligible = 0u8;
+        for (q, queue) in self.queues.iter().enumerate() {
+            if self.dropping & 1 << q == 0 && !queue.is_empty() && !self.paused(shared, q, now) {
+                eligible |= 1 << q;
+            }
+        }
+        eligible
     }
 }
 
@@ -306,40 +347,12 @@ impl<F: Frame> Egress<F> {
     /// Whether queue `q` of `port` is held by received pause at `now`.
     #[inline]
     fn paused(&self, i: usize, q: usize, now: Instant) -> bool {
-        let port = &self.ports[i];
-        let p = port.id.index();
-        let queue = &port.queues[q];
-        if port.mitigated & 1 << q != 0 {
-            return false;
-        }
-        if port.pause_802_3x && now < self.shared.pfc.port_paused_until(p) {
-            return true;
-        }
-        let mut mask = queue.pause_mask;
-        while mask != 0 {
-            let prio = Priority::from_low_bits(u8::try_from(mask.trailing_zeros()).unwrap_or(0));
-            if now < self.shared.pfc.paused_until(p, prio) {
-                return true;
-            }
-            mask &= mask - 1;
-        }
-        false
+        self.ports[i].paused(&self.shared, q, now)
     }
 
     fn poll_data(&mut self, now: Instant, i: usize, out: &mut Vec<F>, max: usize) {
         let p = self.ports[i].id.index();
-        let mut eligible = 0u8;
-        // A queue under the watchdog's drop action never transmits: what `drop_stormed` could
-        // not discard within its per-poll budget waits for the next poll.
-        let dropping = self.ports[i].dropping;
-        for q in 0..PRIORITY_COUNT {
-            if dropping & 1 << q == 0
-                && !self.ports[i].queues[q].is_empty()
-                && !self.paused(i, q, now)
-            {
-                eligible |= 1 << q;
-            }
-        }
+        let mut eligible = self.ports[i].eligible(&self.shared, now);
         if eligible == 0 {
             return;
         }
