@@ -414,13 +414,15 @@ impl<F: Frame> Egress<F> {
                 let verdict = match queue.wred {
                     Some(w) => {
                         // Depth including this frame, for WRED (instantaneous, SAI weight 0).
-                        let depth: u64 = (0..queue.rings.len())
-                            .map(|k| {
-                                shared.ring_bytes_in(k, p, q).get()
-                                    - shared.ring_bytes_out(k, p, q).get()
-                            })
-                            .sum::<u64>()
-                            - run.ring_bytes;
+                        let in_ring = |k: usize| {
+                            shared.ring_bytes_in(k, p, q).get()
+                                - shared.ring_bytes_out(k, p, q).get()
+                        };
+                        let depth = if several_rings {
+                            (0..queue.rings.len()).map(in_ring).sum::<u64>()
+                        } else {
+                            in_ring(0)
+                        } - run.ring_bytes;
                         let ect = ecn_capable(frame.data(), meta.l3_offset(), meta.ipv6());
                         decide(&w, depth, ect, queue.lossless, &mut self.rng)
                     }
