@@ -192,11 +192,20 @@ impl PoolBoard {
         })
     }
 
+    /// Side `side`'s seat at the board.
+    fn seat(&self, side: usize) -> Seat {
+        Seat {
+            side,
+            row: side * self.pools,
+            alone: self.alone(side),
+        }
+    }
+
     #[inline]
-    fn publish(&self, side: usize, pool: usize, shared: u64, headroom: u64) {
+    fn publish(&self, seat: Seat, pool: usize, shared: u64, headroom: u64) {
         // Relaxed: a stale value only makes another side's dynamic threshold slightly off for
         // one frame; nothing else is ordered by it.
-        let slot = &self.slots[side * self.pools + pool];
+        let slot = &self.slots[seat.row + pool];
         slot.shared.store(shared, Ordering::Relaxed);
         slot.headroom.store(headroom, Ordering::Relaxed);
     }
@@ -206,12 +215,18 @@ impl PoolBoard {
         self.sides == 1 && side == 0
     }
 
+    /// What every side but `seat`'s uses of `pool`.
     #[inline]
-    fn others(&self, side: usize, pool: usize) -> (u64, u64) {
+    fn others(&self, seat: Seat, pool: usize) -> (u64, u64) {
         // One side: nobody else uses the pool.
-        if self.alone(side) {
+        if seat.alone {
             return (0, 0);
         }
+        self.others_of(seat.side, pool)
+    }
+
+    /// What every side but `side` uses of `pool` (all of them for a side that is not one).
+    fn others_of(&self, side: usize, pool: usize) -> (u64, u64) {
         let mut shared = 0u64;
         let mut headroom = 0u64;
         for s in (0..self.sides).filter(|&s| s != side) {
@@ -225,9 +240,18 @@ impl PoolBoard {
     /// Total shared and headroom cells in use in `pool`, over all sides.
     #[must_use]
     pub fn total(&self, pool: usize) -> (u64, u64) {
-        let (s, h) = self.others(usize::MAX, pool);
-        (s, h)
+        self.others_of(usize::MAX, pool)
     }
+}
+
+/// Where one side sits at a [`PoolBoard`], worked out once: its row of slots, and whether it
+/// is the only side (then nobody else's use needs reading).
+#[derive(Clone, Copy, Debug)]
+struct Seat {
+    side: usize,
+    /// `side × pools`: the index of the side's slot of pool 0.
+    row: usize,
+    alone: bool,
 }
 
 /// Occupancy of one ingress priority group.
@@ -294,7 +318,7 @@ pub struct IngressBuffers {
     pgs: Vec<[PgSlot; PRIORITY_COUNT]>,
     pools: Vec<IngressPoolSlot>,
     board: Arc<PoolBoard>,
-    side: usize,
+    side: Seat,
 }
 
 /// An XOFF or XON transition of a PG.
@@ -336,8 +360,8 @@ impl IngressBuffers {
                     used: PoolUse::default(),
                 })
                 .collect(),
+            side: board.seat(side),
             board,
-            side,
         })
     }
 
@@ -588,7 +612,7 @@ fn release_pg(
     slot: &mut PgSlot,
     pools: &mut [IngressPoolSlot],
     board: &PoolBoard,
-    side: usize,
+    side: Seat,
     cells: u64,
 ) {
     let pool = slot.profile.pool;
@@ -633,7 +657,7 @@ fn release_queue(
     slot: &mut QueueSlot,
     pools: &mut [EgressPoolSlot],
     board: &PoolBoard,
-    side: usize,
+    side: Seat,
     cells: u64,
 ) {
     let reserved = slot.profile.reserved;
@@ -671,7 +695,7 @@ pub struct EgressBuffers {
     queues: Vec<[QueueSlot; PRIORITY_COUNT]>,
     pools: Vec<EgressPoolSlot>,
     board: Arc<PoolBoard>,
-    side: usize,
+    side: Seat,
 }
 
 impl EgressBuffers {
@@ -704,8 +728,8 @@ impl EgressBuffers {
                 .into_iter()
                 .map(|cells| EgressPoolSlot { cells, used: 0 })
                 .collect(),
+            side: board.seat(side),
             board,
-            side,
         })
     }
 
