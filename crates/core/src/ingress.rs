@@ -16,7 +16,7 @@ use crate::params::{ParamsError, PortParams, QosMaps, Trust, VlanMode};
 use crate::shared::{IngressCounters, Shared};
 use crate::time::Instant;
 use crate::types::{PortId, Priority, TrafficClass, PRIORITY_COUNT};
-use crate::watchdog::QueueMitigation;
+use crate::watchdog::{PortMitigations, QueueMitigation};
 use headroom_wire::ethernet::{parse_l2, EtherType, L2Header};
 use headroom_wire::mac_control::{MacControlFrame, MacControlRepr};
 use headroom_wire::pause::quanta_to_nanos;
@@ -374,10 +374,20 @@ impl<F: Frame> Ingress<F> {
         }
         let in_view = &ctx.views[port.index()];
         let in_counters = &ctx.counters.ports[port.index()];
+        let mitigations = ctx.shared.mitigation.port(port.index());
         let rx_frames = frames.len() as u64;
         let mut rx_bytes = 0u64;
         for frame in frames.drain(..) {
-            st.handle_frame(&ctx, in_view, in_counters, now, port, frame, &mut rx_bytes);
+            st.handle_frame(
+                &ctx,
+                in_view,
+                in_counters,
+                mitigations,
+                now,
+                port,
+                frame,
+                &mut rx_bytes,
+            );
         }
         in_counters.rx_frames.add(rx_frames);
         in_counters.rx_bytes.add(rx_bytes);
@@ -728,12 +738,12 @@ impl<F: Frame> IngressState<F> {
         ctx: &Ctx<'_>,
         view: &PortView,
         counters: &IngressPortCounters,
+        mitigations: PortMitigations<'_>,
         now: Instant,
         port: PortId,
         frame: F,
         rx_bytes: &mut u64,
     ) {
-        let p = port.index();
         let data = frame.data();
         let len = data.len();
         *rx_bytes += len as u64;
@@ -768,7 +778,7 @@ impl<F: Frame> IngressState<F> {
         let queue = view.maps.tc_to_queue[tc.index()].index() % PRIORITY_COUNT;
         // The watchdog's drop action also drops what the stormed port receives for that queue
         // index (SONiC's ACL `MATCH_TC = queue → DROP`).
-        if ctx.shared.mitigation.get(p, queue) == QueueMitigation::Drop {
+        if mitigations.get(queue) == QueueMitigation::Drop {
             // Counted in the PG's packets too, as every PG drop is: SAI's DROPPED_PACKETS is a
             // subset of PACKETS, and the watchdog's RX OK is their difference.
             counters.pg_frames[pg].inc();

@@ -191,7 +191,30 @@ impl MitigationBoard {
     #[inline]
     #[must_use]
     pub fn get(&self, port: usize, queue: usize) -> QueueMitigation {
-        QueueMitigation::from_u8(self.slots[port][queue].load(Ordering::Acquire))
+        self.port(port).get(queue)
+    }
+
+    /// The mitigations of `port`'s queues (looked up once, read per queue).
+    #[inline]
+    #[must_use]
+    pub fn port(&self, port: usize) -> PortMitigations<'_> {
+        PortMitigations(&self.slots[port])
+    }
+}
+
+/// One port's row of a [`MitigationBoard`]: each read is a load of the queue's slot, as
+/// [`MitigationBoard::get`] does, without finding the port again.
+#[derive(Clone, Copy, Debug)]
+pub struct PortMitigations<'a>(&'a [AtomicU8; crate::types::PRIORITY_COUNT]);
+
+impl PortMitigations<'_> {
+    /// The mitigation of `queue`.
+    #[inline]
+    #[must_use]
+    pub fn get(self, queue: usize) -> QueueMitigation {
+        QueueMitigation::from_u8(
+            self.0[queue % crate::types::PRIORITY_COUNT].load(Ordering::Acquire),
+        )
     }
 }
 
