@@ -519,3 +519,53 @@ proptest! {
         }
     }
 }
+
+/// The committed fuzz seeds decode as meant (so the fuzzer starts from frames that reach the DCBX
+/// decoders, not from ones refused at the first TLV).
+#[test]
+fn fuzz_seeds_decode() {
+    let plain = include_bytes!("../../../../fuzz/seeds/lldp/lldpad_plain");
+    let frame = parse_lldp_frame(plain).unwrap();
+    assert_eq!(frame.lldpdu, LldpduRepr::parse(&LLDPAD_LIKE).unwrap());
+
+    let switch = include_bytes!("../../../../fuzz/seeds/lldp/switch_dcbx");
+    let frame = parse_lldp_frame(switch).unwrap();
+    assert_eq!(frame.lldpdu.port_id.id, b"Ethernet0");
+    let items: Vec<TlvRepr<'_>> = frame
+        .lldpdu
+        .optional
+        .iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let subtypes: Vec<Ieee8021Subtype> = items
+        .iter()
+        .filter_map(|tlv| match tlv {
+            TlvRepr::Dcbx(d) => Some(d.subtype()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        subtypes,
+        [
+            Ieee8021Subtype::EtsConfiguration,
+            Ieee8021Subtype::EtsRecommendation,
+            Ieee8021Subtype::PfcConfiguration,
+            Ieee8021Subtype::ApplicationPriority
+        ]
+    );
+    assert!(items.contains(&TlvRepr::Dcbx(DcbxTlv::PfcConfiguration(
+        PfcConfiguration {
+            willing: false,
+            mbc: false,
+            pfc_cap: 8,
+            enable: 0x18
+        }
+    ))));
+    assert!(matches!(
+        items.last(),
+        Some(TlvRepr::OrganizationallySpecific {
+            oui: [0x00, 0x12, 0x0F],
+            ..
+        })
+    ));
+}
