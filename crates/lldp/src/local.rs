@@ -100,7 +100,7 @@ pub struct LocalDcbx {
     pub ets_recommendation: EtsRecommendation,
     /// PFC Configuration (willing 0, MBC 0, capability 8, enable = `pfc_enable`).
     pub pfc: PfcConfiguration,
-    /// Application Priority entries: RoCEv2 first, then DSCP 0..=63 under DSCP trust.
+    /// Application Priority entries: RoCEv2 first, then the lossless DSCPs under DSCP trust.
     pub app: Vec<AppEntry>,
 }
 
@@ -114,7 +114,8 @@ impl LocalDcbx {
     ///   add up to exactly 100 (largest remainder; ties to the lower TC); strict classes 0 %;
     /// * PFC enable = `pfc_enable`;
     /// * APP: UDP 4791 → `roce_priority`, or the port's lowest PFC priority when `None` (no entry
-    ///   without PFC); under DSCP trust one entry per DSCP → the priority of its TC.
+    ///   without PFC); under DSCP trust one entry per DSCP whose TC is lossless → that TC's
+    ///   priority.
     #[must_use]
     pub fn from_port(port: &Port, roce_priority: Option<u8>) -> LocalDcbx {
         let mut priority_tc = [0u8; PRIORITY_COUNT];
@@ -146,9 +147,15 @@ impl LocalDcbx {
         }
         if port.trust == Trust::Dscp {
             for dscp in 0..DSCP_COUNT {
-                // Under DSCP trust the PFC priority of TC t is t (Port::tc_of_priority).
+                // Under DSCP trust the PFC priority of TC t is t (Port::tc_of_priority). Only the
+                // lossless DSCPs are advertised: they are the ones a host must put on the paused
+                // priority. (All 64 would also tell hosts where the lossy ones go, but lldptool
+                // 1.1 garbles APP tables of more than about 40 entries, and switches that do
+                // DCBX advertise configured entries, not whole maps.)
                 let priority = port.maps.dscp_to_tc[dscp] & 7;
-                app.push(AppEntry::dscp(dscp as u8, priority));
+                if port.pfc_enable.contains(priority) {
+                    app.push(AppEntry::dscp(dscp as u8, priority));
+                }
             }
         }
         LocalDcbx {
