@@ -50,7 +50,7 @@ pub struct Lldp {
     /// TTL multiplier (msgTxHold): the advertised TTL is `tx_interval_s × tx_hold` (at most 65535).
     pub tx_hold: u8,
     /// LLDPDUs sent at `tx_fast_interval_s` when a port comes up or a new neighbour appears
-    /// (txFastInit).
+    /// (txFastInit); 0 = no fast transmission.
     pub tx_fast_init: u8,
     /// Seconds between those fast LLDPDUs (msgFastTx).
     pub tx_fast_interval_s: u16,

@@ -276,7 +276,7 @@ impl Resolver<'_, '_> {
         let tx_fast_init = to_u8(self.ranged(
             raw.tx_fast_init,
             "lldp.tx_fast_init",
-            1,
+            0,
             8,
             i64::from(def::DEFAULT_LLDP_TX_FAST_INIT),
         ));

@@ -195,6 +195,32 @@ fn first_frame_and_fast_start_then_interval() {
 }
 
 #[test]
+fn no_fast_start_when_tx_fast_init_is_0() {
+    let (mut agent, _, _) = agent("[lldp]\ntx_fast_init = 0\n");
+    let mut times = Vec::new();
+    for now in 0..=70 {
+        agent.handle_timeout(at(now));
+        let (tx, _) = drain(&mut agent);
+        times.extend(tx.iter().filter(|t| t.port == 0).map(|_| now));
+    }
+    assert_eq!(times, [0, 30, 60]);
+    // A new neighbour: one LLDPDU at once, no burst.
+    agent.handle_rx(0, &host_frame(HOST, 120, &[]), at(61));
+    let (tx, _) = drain(&mut agent);
+    assert_eq!(tx.iter().filter(|t| t.port == 0).count(), 1);
+    for now in 62..=90 {
+        agent.handle_timeout(at(now));
+        let (tx, _) = drain(&mut agent);
+        assert!(
+            tx.iter().all(|t| t.port == 1),
+            "port 0 is next due at 91, not {now}"
+        );
+    }
+    agent.handle_timeout(at(91));
+    assert_eq!(drain(&mut agent).0.len(), 1);
+}
+
+#[test]
 fn the_frame_carries_what_the_configuration_says() {
     let (mut agent, _, _) = agent("");
     let (tx, _) = drain(&mut agent);
