@@ -62,7 +62,7 @@ pub enum RxError {
     Truncated,
     /// The first three TLVs are not Chassis ID, Port ID, TTL.
     MissingTlv,
-    /// A length out of range (mandatory TLVs, End TLV, frame over 1500 bytes).
+    /// A length out of range (mandatory TLVs, End TLV).
     BadLength,
     /// Chassis ID, Port ID or TTL repeated.
     DuplicateTlv,

@@ -59,7 +59,7 @@ pub const MAX_ORG_INFO_LEN: usize = MAX_TLV_VALUE_LEN - 4;
 pub const MAX_ID_LEN: usize = 255;
 /// Largest Port Description, System Name and System Description (802.1AB-2016 8.5.5–8.5.7).
 pub const MAX_STRING_LEN: usize = 255;
-/// Largest LLDPDU headroom emits or accepts: the payload of a standard 1500-byte MTU frame.
+/// Largest LLDPDU headroom emits: the payload of a standard 1500-byte MTU frame.
 pub const MAX_LLDPDU_LEN: usize = 1500;
 
 enum_with_unknown! {
@@ -710,10 +710,11 @@ pub struct LldpduRepr<'a> {
 
 impl<'a> LldpduRepr<'a> {
     /// Parses an LLDPDU (the Ethernet payload). See the module's receive policy for the errors.
+    ///
+    /// The buffer may be longer than the LLDPDU (Ethernet padding, an FCS left on, a jumbo frame):
+    /// parsing stops at the End TLV. Its length is not limited to 1500 here; the port's MTU
+    /// bounds it.
     pub fn parse(lldpdu: &'a [u8]) -> Result<LldpduRepr<'a>, Error> {
-        if lldpdu.len() > MAX_LLDPDU_LEN {
-            return Err(Error::BadLength);
-        }
         let mut rest = lldpdu;
         let mut next = |want: TlvType| -> Result<&'a [u8], Error> {
             let tlv = Tlv::new_checked(rest)?;
