@@ -10,7 +10,9 @@ use headroom_wire::Error;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(frame) = parse_lldp_frame(data) else { return };
+    let Ok(frame) = parse_lldp_frame(data) else {
+        return;
+    };
     let lldpdu = frame.lldpdu;
     let mut good: Vec<TlvRepr<'_>> = Vec::new();
     let mut discarded = 0usize;
