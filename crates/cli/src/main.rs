@@ -45,12 +45,17 @@ enum Command {
     /// Validate a configuration and print what it means, without touching any port.
     ///
     /// Prints pools (size, reserved, headroom, shared) and, per port and priority group, the
-    /// profile, headroom (xoff), XOFF point, XON point and drop point, in bytes and cells.
-    /// Exits 2 when the configuration is invalid, naming file, line, column, key and reason.
+    /// profile, headroom (xoff), XOFF point, XON point and drop point, in bytes and cells; then
+    /// the LLDP/DCBX TLVs each port advertises. With `--host-pfc` (and optionally `--host-app`,
+    /// `--host-willing`) it also judges that host configuration against every port with the
+    /// rules `show dcbx` uses (docs/operations.md, "DCBX verdicts"). Exits 2 when the
+    /// configuration or an argument is invalid, naming file, line, column, key and reason.
     Check {
         /// Configuration file.
         #[arg(short, long, value_name = "FILE")]
         config: PathBuf,
+        #[command(flatten)]
+        host: check::HostArgs,
     },
     /// Read counters, watermarks and state of the running switch (SONiC's `show`).
     Show {
@@ -113,7 +118,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { config, log_format } => run::run(&config, log_format),
-        Command::Check { config } => check::check(&config),
+        Command::Check { config, host } => check::check(&config, &host),
         Command::Show { target, what } => client::show(&target, what),
         Command::Clear { target, what } => client::clear(&target, what),
         Command::Set { target, change } => client::set(&target, change),

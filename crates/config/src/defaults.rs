@@ -35,6 +35,20 @@ pub(crate) const DEFAULT_PFCWD_DETECTION_TIME_MS: u32 = 200;
 pub(crate) const DEFAULT_PFCWD_RESTORATION_TIME_MS: u32 = 200;
 
 pub(crate) const DEFAULT_BURST_SIZE: u16 = 32;
+
+// LLDP (802.1AB-2016 9.2.5: msgTxInterval 30 s in 1..=3600, msgTxHold 4 in 1..=100, txFastInit 4
+// in 1..=8, msgFastTx 1 s in 1..=3600; the same as lldpad's and lldpd's defaults).
+pub(crate) const DEFAULT_LLDP_ENABLED: bool = true;
+pub(crate) const DEFAULT_LLDP_TX_INTERVAL_S: u16 = 30;
+pub(crate) const DEFAULT_LLDP_TX_HOLD: u8 = 4;
+pub(crate) const DEFAULT_LLDP_TX_FAST_INIT: u8 = 4;
+pub(crate) const DEFAULT_LLDP_TX_FAST_INTERVAL_S: u16 = 1;
+/// System Description sent when `lldp.system_description` is not given.
+pub(crate) const DEFAULT_LLDP_SYSTEM_DESCRIPTION: &str = concat!(
+    "headroom ",
+    env!("CARGO_PKG_VERSION"),
+    " lossless Ethernet switch"
+);
 pub(crate) const DEFAULT_PROMETHEUS_LISTEN: &str = "127.0.0.1:9464";
 
 pub(crate) const DEFAULT_DPDK_MEMPOOL_MBUFS: u32 = 8191;

@@ -2,7 +2,7 @@
 //!
 //! The semantics are SONiC's CONFIG_DB (`BUFFER_POOL`, `BUFFER_PROFILE`, `BUFFER_PG`,
 //! `BUFFER_QUEUE`, `PORT_QOS_MAP` and the map tables, `WRED_PROFILE`, `SCHEDULER`, `QUEUE`,
-//! `PFC_WD`) written as TOML; docs/config.md describes every key. [`load`] / [`parse`] return a
+//! `PFC_WD`) written as TOML, plus `[lldp]` (the LLDP/DCBX agent); docs/config.md describes every key. [`load`] / [`parse`] return a
 //! fully resolved [`Config`]: defaults applied, names resolved, ranges expanded, PG headroom
 //! computed with SONiC's formula ([`compute_headroom`]), and cross-checked. Every error names the
 //! file, line, column and dotted key. [`derived`] gives the per-PG thresholds an operator reads
@@ -27,10 +27,11 @@ pub use headroom::{
     CABLE_SIGNAL_SPEED_METRES_PER_SECOND,
 };
 pub use model::{
-    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, LogFormat,
-    LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits,
-    PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind, Switch, Threshold,
-    ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, Lldp,
+    LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port,
+    PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind,
+    Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT,
+    PRIORITY_COUNT,
 };
 pub use resolve::lossless_profile_name;
 

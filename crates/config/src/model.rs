@@ -35,6 +35,78 @@ pub struct Config {
     pub runtime: Runtime,
     /// DPDK settings (defaults when `[dpdk]` is absent; only used by the `dpdk` driver).
     pub dpdk: Dpdk,
+    /// The LLDP/DCBX agent.
+    pub lldp: Lldp,
+}
+
+/// `[lldp]`: the LLDP (IEEE 802.1AB-2016) and DCBX (IEEE 802.1Qaz) agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lldp {
+    /// The default admin status of every port: `true` = send and receive
+    /// ([`LldpAdminStatus::RxAndTx`]), `false` = [`LldpAdminStatus::Disabled`].
+    pub enabled: bool,
+    /// Seconds between LLDPDUs (802.1AB msgTxInterval).
+    pub tx_interval_s: u16,
+    /// TTL multiplier (msgTxHold): the advertised TTL is `tx_interval_s × tx_hold` (at most 65535).
+    pub tx_hold: u8,
+    /// LLDPDUs sent at `tx_fast_interval_s` when a port comes up or a new neighbour appears
+    /// (txFastInit); 0 = no fast transmission.
+    pub tx_fast_init: u8,
+    /// Seconds between those fast LLDPDUs (msgFastTx).
+    pub tx_fast_interval_s: u16,
+    /// System Name TLV.
+    pub system_name: String,
+    /// System Description TLV.
+    pub system_description: String,
+    /// Priority of the RoCEv2 (UDP 4791) Application Priority entry; `None` = each port's lowest
+    /// PFC-enabled priority (no entry on a port without PFC).
+    pub roce_priority: Option<u8>,
+}
+
+impl Lldp {
+    /// The TTL the LLDPDUs advertise, seconds: `tx_interval_s × tx_hold`, at most 65535.
+    #[must_use]
+    pub fn ttl_s(&self) -> u16 {
+        u16::try_from(u32::from(self.tx_interval_s) * u32::from(self.tx_hold)).unwrap_or(u16::MAX)
+    }
+}
+
+/// A port's LLDP admin status (802.1AB-2016 9.2.5.1 `adminStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LldpAdminStatus {
+    /// Send and receive (enabledRxTx).
+    RxAndTx,
+    /// Send only (enabledTxOnly).
+    TxOnly,
+    /// Receive only (enabledRxOnly).
+    RxOnly,
+    /// Neither; LLDP frames received are still never forwarded.
+    Disabled,
+}
+
+impl LldpAdminStatus {
+    /// LLDPDUs are sent.
+    #[must_use]
+    pub const fn transmits(self) -> bool {
+        matches!(self, Self::RxAndTx | Self::TxOnly)
+    }
+
+    /// Received LLDPDUs are decoded into the neighbour table.
+    #[must_use]
+    pub const fn receives(self) -> bool {
+        matches!(self, Self::RxAndTx | Self::RxOnly)
+    }
+
+    /// The configuration spelling: `rx_and_tx`, `tx_only`, `rx_only`, `disabled`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::RxAndTx => "rx_and_tx",
+            Self::TxOnly => "tx_only",
+            Self::RxOnly => "rx_only",
+            Self::Disabled => "disabled",
+        }
+    }
 }
 
 /// Which I/O backend runs the ports.
@@ -491,6 +563,8 @@ pub struct Port {
     pub pfcwd: PortPfcWd,
     /// What the headroom formula gives for this port (whether or not a profile uses it).
     pub computed_headroom: HeadroomValues,
+    /// LLDP on this port (`lldp_admin_status`, default from `lldp.enabled`).
+    pub lldp_admin_status: LldpAdminStatus,
 }
 
 impl Port {

@@ -13,14 +13,15 @@ use crate::error::{join_key, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
-    LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd,
-    PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind, Switch,
-    Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection,
+    Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler,
+    SchedulerKind, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile,
+    DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::schema::{
-    IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLogFormat, RawLogLevel, RawPfcWdAction,
-    RawPolling, RawPoolMode, RawPoolType, RawPort, RawPortPfcWd, RawQueue, RawSchedulerType,
-    RawTrust, RawVlanMode, RawWred,
+    IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
+    RawLogLevel, RawPfcWdAction, RawPolling, RawPoolMode, RawPoolType, RawPort, RawPortPfcWd,
+    RawQueue, RawSchedulerType, RawTrust, RawVlanMode, RawWred,
 };
 use crate::values::{
     check_linux_ifname, in_range, mac_add, parse_cable_length_m, parse_index_range, parse_int_list,
@@ -185,6 +186,7 @@ impl Resolver<'_, '_> {
     fn run(&mut self, environment: Environment) -> Option<Config> {
         let raw = self.raw;
         let switch = self.switch();
+        let lldp = self.lldp(&switch);
         let pfcwd = self.pfcwd_global();
         let maps = self.maps();
         let schedulers = self.schedulers();
@@ -220,6 +222,7 @@ impl Resolver<'_, '_> {
             templates: &templates,
             headroom_calc: &headroom_calc,
             lossless_pool_index,
+            lldp: &lldp,
         };
         let mut ports = Vec::with_capacity(raw.port.len());
         for (index, (name, raw_port)) in raw.port.iter().enumerate() {
@@ -228,6 +231,7 @@ impl Resolver<'_, '_> {
             }
         }
         self.unique_devices();
+        self.lldp_checks(&lldp, &ports);
 
         self.pool_accounting(&mut pools, &ports, &headroom_calc, lossless_pool_index);
         self.port_buffer_checks(&ports, &pools, &templates, &headroom_calc);
@@ -249,7 +253,107 @@ impl Resolver<'_, '_> {
             pfcwd,
             runtime,
             dpdk,
+            lldp,
         })
+    }
+
+    fn lldp(&mut self, switch: &Switch) -> Lldp {
+        let raw = &self.raw.lldp;
+        let tx_interval_s = to_u16(self.ranged(
+            raw.tx_interval_s,
+            "lldp.tx_interval_s",
+            1,
+            3600,
+            i64::from(def::DEFAULT_LLDP_TX_INTERVAL_S),
+        ));
+        let tx_hold = to_u8(self.ranged(
+            raw.tx_hold,
+            "lldp.tx_hold",
+            1,
+            100,
+            i64::from(def::DEFAULT_LLDP_TX_HOLD),
+        ));
+        let tx_fast_init = to_u8(self.ranged(
+            raw.tx_fast_init,
+            "lldp.tx_fast_init",
+            0,
+            8,
+            i64::from(def::DEFAULT_LLDP_TX_FAST_INIT),
+        ));
+        let tx_fast_interval_s = to_u16(self.ranged(
+            raw.tx_fast_interval_s,
+            "lldp.tx_fast_interval_s",
+            1,
+            3600,
+            i64::from(def::DEFAULT_LLDP_TX_FAST_INTERVAL_S),
+        ));
+        if tx_fast_interval_s > tx_interval_s {
+            self.d.error(
+                "lldp.tx_fast_interval_s",
+                format!(
+                    "{tx_fast_interval_s} s is longer than lldp.tx_interval_s ({tx_interval_s} s): \
+                     fast transmission would be slower than the normal one"
+                ),
+            );
+        }
+        let mut string = |value: &Option<String>, key: &str, default: &str| -> String {
+            let text = value.clone().unwrap_or_else(|| default.to_owned());
+            // 802.1AB-2016 8.5.6 / 8.5.7: 0..=255 octets; an empty name tells a peer nothing.
+            if text.is_empty() || text.len() > 255 || text.chars().any(char::is_control) {
+                self.d.error(
+                    key,
+                    format!(
+                        "{text:?} is not an LLDP string: 1 to 255 bytes, no control characters"
+                    ),
+                );
+            }
+            text
+        };
+        let system_name = string(&raw.system_name, "lldp.system_name", &switch.name);
+        let system_description = string(
+            &raw.system_description,
+            "lldp.system_description",
+            def::DEFAULT_LLDP_SYSTEM_DESCRIPTION,
+        );
+        let roce_priority = raw
+            .roce_priority
+            .map(|p| to_u8(self.ranged(Some(p), "lldp.roce_priority", 0, 7, 0)));
+        Lldp {
+            enabled: raw.enabled.unwrap_or(def::DEFAULT_LLDP_ENABLED),
+            tx_interval_s,
+            tx_hold,
+            tx_fast_init,
+            tx_fast_interval_s,
+            system_name,
+            system_description,
+            roce_priority,
+        }
+    }
+
+    /// `lldp.roce_priority` must be PFC-enabled on every port that advertises it: the RoCEv2
+    /// Application Priority entry tells a willing host to send RoCE there, and a host that follows
+    /// it onto a lossy priority loses packets.
+    fn lldp_checks(&mut self, lldp: &Lldp, ports: &[Port]) {
+        let Some(priority) = lldp.roce_priority else {
+            return;
+        };
+        let lossy: Vec<&Port> = ports
+            .iter()
+            .filter(|p| p.lldp_admin_status.transmits() && !p.pfc_enable.contains(priority))
+            .collect();
+        if let Some(first) = lossy.first() {
+            self.d.error(
+                "lldp.roce_priority",
+                format!(
+                    "priority {priority} is not in pfc_enable of port {} ({}){}: the RoCEv2 \
+                     application entry would send RoCE to a lossy priority (set lldp_admin_status \
+                     = \"rx_only\" or \"disabled\" on ports without PFC there)",
+                    first.name,
+                    first.pfc_enable.to_sonic_string(),
+                    more_ports(lossy.len()),
+                ),
+            );
+        }
     }
 
     fn switch(&mut self) -> Switch {
@@ -1082,6 +1186,7 @@ struct PortContext<'a> {
     templates: &'a IndexMap<String, ProfileTemplate>,
     headroom_calc: &'a HeadroomCalc,
     lossless_pool_index: usize,
+    lldp: &'a Lldp,
 }
 
 /// The name SONiC's buffermgrd gives the lossless profile of a port: `pg_lossless_<speed>_<cable>`
@@ -1544,6 +1649,18 @@ impl Resolver<'_, '_> {
             }
         }
 
+        let (lldp_status, _) = port_field(raw, defaults, name, "lldp_admin_status", |p| {
+            p.lldp_admin_status.as_ref()
+        });
+        let lldp_admin_status = match lldp_status {
+            Some(RawLldpAdminStatus::RxAndTx) => LldpAdminStatus::RxAndTx,
+            Some(RawLldpAdminStatus::TxOnly) => LldpAdminStatus::TxOnly,
+            Some(RawLldpAdminStatus::RxOnly) => LldpAdminStatus::RxOnly,
+            Some(RawLldpAdminStatus::Disabled) => LldpAdminStatus::Disabled,
+            None if cx.lldp.enabled => LldpAdminStatus::RxAndTx,
+            None => LldpAdminStatus::Disabled,
+        };
+
         let priority_groups: [PriorityGroup; PRIORITY_COUNT] = priority_groups.try_into().ok()?;
         let queues: [Queue; PRIORITY_COUNT] = queues.try_into().ok()?;
         let port = Port {
@@ -1569,6 +1686,7 @@ impl Resolver<'_, '_> {
             queues,
             pfcwd,
             computed_headroom,
+            lldp_admin_status,
         };
         self.pfc_mapping_checks(&port, &pfc_path);
         Some(port)

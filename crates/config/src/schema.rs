@@ -107,6 +107,32 @@ pub(crate) struct RawConfig {
     pub dpdk: Option<RawDpdk>,
     #[serde(default)]
     pub headroom_calc: RawHeadroomCalc,
+    #[serde(default)]
+    pub lldp: RawLldp,
+}
+
+/// `[lldp]`: the LLDP/DCBX agent (IEEE 802.1AB, 802.1Qaz).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLldp {
+    pub enabled: Option<bool>,
+    pub tx_interval_s: Option<i64>,
+    pub tx_hold: Option<i64>,
+    pub tx_fast_init: Option<i64>,
+    pub tx_fast_interval_s: Option<i64>,
+    pub system_name: Option<String>,
+    pub system_description: Option<String>,
+    pub roce_priority: Option<i64>,
+}
+
+/// A port's LLDP admin status (802.1AB-2016 9.2.5.1 adminStatus; lldpd's spelling with `_`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RawLldpAdminStatus {
+    RxAndTx,
+    TxOnly,
+    RxOnly,
+    Disabled,
 }
 
 /// Keys `"<from>"` or `"<from>-<to>"` (or `default`) to values.
@@ -222,6 +248,7 @@ pub(crate) struct RawPort {
     pub buffer_pg: Option<IndexMap<String, String>>,
     pub buffer_queue: Option<IndexMap<String, String>>,
     pub queue: Option<IndexMap<String, RawQueue>>,
+    pub lldp_admin_status: Option<RawLldpAdminStatus>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

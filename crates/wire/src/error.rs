@@ -33,6 +33,11 @@ pub enum Error {
     WrongOpcode,
     /// The RoCEv2 invariant CRC does not verify.
     BadIcrc,
+    /// A mandatory TLV is missing or out of order (LLDP: Chassis ID, Port ID, TTL must come first,
+    /// in that order).
+    MissingTlv,
+    /// A TLV that may appear only once appears again (LLDP: Chassis ID, Port ID, TTL).
+    DuplicateTlv,
 }
 
 impl fmt::Display for Error {
@@ -51,6 +56,8 @@ impl fmt::Display for Error {
             Error::WrongProtocol => "unexpected IP protocol or IPv6 next header",
             Error::WrongOpcode => "unexpected opcode",
             Error::BadIcrc => "RoCEv2 ICRC mismatch",
+            Error::MissingTlv => "mandatory TLV missing or out of order",
+            Error::DuplicateTlv => "TLV repeated",
         };
         f.write_str(text)
     }

@@ -78,6 +78,8 @@ enum_with_unknown! {
         MacControl = 0x8808,
         /// IEEE 802.1ad S-tag TPID (Q-in-Q).
         QinQ = 0x88A8,
+        /// IEEE 802.1AB LLDP.
+        Lldp = 0x88CC,
     }
 }
 
@@ -96,6 +98,7 @@ impl fmt::Display for EtherType {
             EtherType::Vlan => f.write_str("802.1Q"),
             EtherType::MacControl => f.write_str("MAC-Control"),
             EtherType::QinQ => f.write_str("802.1ad"),
+            EtherType::Lldp => f.write_str("LLDP"),
             EtherType::Unknown(raw) => write!(f, "0x{raw:04x}"),
         }
     }

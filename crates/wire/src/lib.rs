@@ -30,8 +30,8 @@
 //!
 //! # Unknown code points
 //!
-//! Unknown EtherTypes, IP protocols, MAC Control opcodes and BTH opcodes are carried as `Unknown(raw)`
-//! variants, never refused: the switch forwards what it does not understand.
+//! Unknown EtherTypes, IP protocols, MAC Control opcodes, BTH opcodes and LLDP TLV types are carried
+//! as `Unknown(raw)` variants, never refused: the switch forwards what it does not understand.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
@@ -43,6 +43,7 @@ pub mod ethernet;
 pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
+pub mod lldp;
 pub mod mac_control;
 pub mod pause;
 pub mod roce;
