@@ -14,8 +14,10 @@
 //! * An IPv6 `RTM_NEWROUTE` carries the route's full set of paths (also for an append); an
 //!   IPv6 `RTM_DELROUTE` of one path carries only that path, which is removed from the set.
 //! * Link state changes make the kernel drop routes and nexthop objects *without* telling
-//!   (admin down: every IPv4 route via the link; carrier loss: nexthop objects): the mirror
-//!   resynchronises on them ([`Touched::Link`]) rather than guess.
+//!   (admin down: every IPv4 route via the link; carrier loss: nexthop objects), and so does
+//!   deleting a nexthop object in use (its routes go, its groups shrink): the mirror
+//!   resynchronises on them ([`Touched::Link`], [`Touched::Nexthop`] of a deleted object in
+//!   use) rather than guess.
 
 use crate::message::{NexthopMessage, RtnlMessage, NEXTHOP_FLAG_DEAD};
 use headroom_core::route::{Ipv4Prefix, Ipv6Prefix};

@@ -102,6 +102,9 @@ pub struct PollOutcome {
 #[derive(Debug)]
 pub struct LinuxCp {
     notifications: Notifications,
+    /// The dump socket, opened with the notification socket: a socket stays in the namespace
+    /// it was made in, whichever thread later uses it.
+    requests: RequestSocket,
     mirror: Mirror,
     received: Vec<Received>,
 }
@@ -118,9 +121,11 @@ impl LinuxCp {
         config: LinuxCpConfig,
     ) -> Result<Self, LinuxCpError> {
         let notifications = Notifications::open(config.netlink_receive_buffer_bytes)?;
+        let requests = RequestSocket::open()?;
         let mirror = Mirror::new(ports, config.fib).map_err(LinuxCpError::Fib)?;
         let mut cp = Self {
             notifications,
+            requests,
             mirror,
             received: Vec::new(),
         };
@@ -165,12 +170,12 @@ impl LinuxCp {
     /// A dump failed; the previous model stays in force.
     pub fn resync(&mut self) -> io::Result<()> {
         self.notifications.discard()?;
-        let mut socket = RequestSocket::open()?;
         let mut model = KernelModel::default();
         let mut decode_errors = 0;
         for kind in DumpKind::ALL {
             self.received.clear();
-            socket.dump(kind, &mut self.received, &mut decode_errors)?;
+            self.requests
+                .dump(kind, &mut self.received, &mut decode_errors)?;
             for (message, flags) in &self.received {
                 model.apply(message, *flags);
             }

@@ -10,7 +10,9 @@
 //!    * unicast over switch ports → one next hop, or an ECMP group for several paths (weights
 //!      kept; dead paths dropped, paths with `linkdown` dropped while another path is up);
 //!      a route with a nexthop object (`nhid`, zebra's default) follows the object, and when
-//!      the object changes the routes using it follow without a route message; a path with a
+//!      the object changes the routes using it follow without a route message (when an object
+//!      in use is deleted, the kernel silently drops its routes and shrinks its groups: the
+//!      mirror resynchronises); a path with a
 //!      gateway becomes a next hop *resolved* with the neighbour's MAC, or *unresolved* (punted
 //!      so that the kernel resolves it by ARP/ND) while the neighbour is not usable; a path
 //!      without a gateway (a connected subnet) is unresolved: it punts ("glean") until the
@@ -236,6 +238,11 @@ impl Mirror {
                 false
             }
             Touched::Nexthop(id) => {
+                // Deleting an object deletes the routes that use it and shrinks the groups that
+                // hold it, without a message for either: follow the kernel by a resync.
+                if !self.model.nexthops.contains_key(&id) && self.nhid_users.contains_key(&id) {
+                    return true;
+                }
                 let users: Vec<Prefix> = self
                     .nhid_users
                     .get(&id)
