@@ -23,11 +23,8 @@ impl Netns {
     fn new(tag: &str) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         // SAFETY: geteuid has no preconditions.
-        assert_eq!(
-            unsafe { libc::geteuid() },
-            0,
-            "these tests need root (namespaces, veths)"
-        );
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(euid, 0, "these tests need root (namespaces, veths)");
         let name = format!(
             "hr-lcp-{tag}-{}-{}",
             std::process::id(),
