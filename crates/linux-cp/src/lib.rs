@@ -9,6 +9,15 @@
 //!   ([`headroom_core::route::swap`]).
 //! * [`tap::TapInterface`]: the ports' host interfaces.
 //!
+//! # Crates
+//!
+//! `netlink-packet-route` (messages and attributes, typed) with `netlink-packet-core` (framing)
+//! and `netlink-sys` (the socket): a synchronous socket fits the control thread's loop, which
+//! polls it between its other duties, without bringing in an async runtime (`rtnetlink` is
+//! built on tokio or smol), and its route attributes, multipath included, are decoded for us
+//! (`neli` leaves `RTA_MULTIPATH` to the caller). Neither decodes nexthop objects; those are
+//! decoded in [`message`] with netlink-packet-core's attribute iterator.
+//!
 //! # Call order
 //!
 //! [`LinuxCp::open`] (socket joined *before* the dump, so nothing falls between them) → then,
