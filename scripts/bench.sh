@@ -14,6 +14,9 @@
 #                net_af_packet / net_af_xdp fed by a testpmd txonly generator. Needs root.
 #   afpacket     headroom on AF_PACKET between veths beside the Linux bridge on the same
 #                topology, fed by the same testpmd txonly generator (scripts/bench/afpacket.sh).
+#   route        criterion: the FIB (crates/core/benches/route.rs): IPv4/IPv6 LPM lookups of
+#                headroom's DIR-16-8-8 and DIR-24-8 beside the prefix-trie crate, route updates
+#                with their publication and swap, a full build, the ECMP hash; one run.
 # Each section is a `section_<name>` function below; each prints its own summary table.
 #
 # The build machine is shared and noisy: absolute times move with other people's builds, so only
@@ -28,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sections=(core core-instr dpdk afpacket)
+sections=(core core-instr dpdk afpacket route)
 measurement_s=${BENCH_MEASUREMENT_S:-3}
 warmup_s=${BENCH_WARMUP_S:-1}
 runs=${BENCH_RUNS:-1}
@@ -129,6 +132,48 @@ section_core_instr() {
         jq -nr --argjson b "$base" --argjson h "$head" --argjson n "$((rounds * frames_per_round))" --arg len "$len B" \
             '[$len, ($b / $n), ($h / $n), ($h / $b)] | "\(.[0])\t\(.[1])\t\(.[2])\t\(.[3])"' |
             awk -F'\t' '{printf "%-8s %14.1f %14.1f %7.2fx\n", $1, $2, $3, $4}'
+    done
+}
+
+section_route() {
+    say "route: FIB lookups, updates, ECMP hash (criterion, ${measurement_s}s per benchmark)"
+    machine
+    cargo bench -p headroom-core --bench route -- \
+        --warm-up-time "$warmup_s" --measurement-time "$measurement_s" 2>&1 >/dev/null |
+        grep '^route bench:' || true
+    route_summary
+}
+
+# The summary of the route section from criterion's files (criterion writes `a/b` parameters
+# as `a_b`).
+route_summary() {
+    local set d16 d24 trie
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '%-22s %10s %10s %12s %10s\n' "IPv4 lookup, ns" dir16 dir24 prefix_trie "dir16/trie"
+    for set in 1k_random 1k_roce 100k_random 100k_roce; do
+        d16=$(criterion_ns_per_element "lookup_v4/dir16/$set")
+        d24=$(criterion_ns_per_element "lookup_v4/dir24/$set")
+        trie=$(criterion_ns_per_element "lookup_v4/prefix_trie/$set")
+        printf '%-22s %10.2f %10.2f %12.2f %9.2fx\n' "$set" "$d16" "$d24" "$trie" "$(jq -n "$d16 / $trie")"
+    done
+    printf '%-22s %10s %10s %12s %10s\n' "IPv6 lookup, ns" dir16 "" prefix_trie "dir16/trie"
+    for set in 1k_random 1k_roce; do
+        d16=$(criterion_ns_per_element "lookup_v6/dir16/$set")
+        trie=$(criterion_ns_per_element "lookup_v6/prefix_trie/$set")
+        printf '%-22s %10.2f %10s %12.2f %9.2fx\n' "$set" "$d16" "" "$trie" "$(jq -n "$d16 / $trie")"
+    done
+    printf '%-30s %12s %12s\n' "IPv4 100k routes, per change" "dir16 µs" "dir24 µs"
+    for set in add_del_24 add_del_8 batch_1000_24; do
+        printf '%-30s %12.2f %12.2f\n' "$set" \
+            "$(jq -n "$(criterion_ns_per_element "update_v4/dir16/100k_$set") / 1000")" \
+            "$(jq -n "$(criterion_ns_per_element "update_v4/dir24/100k_$set") / 1000")"
+    done
+    printf '%-30s %12.1f %12.1f\n' "full build, ms per FIB" \
+        "$(jq -n "$(criterion_ns_per_element "build_v4/dir16/100k") * 100000 / 1e6")" \
+        "$(jq -n "$(criterion_ns_per_element "build_v4/dir24/100k") * 100000 / 1e6")"
+    local h
+    for h in siphash crc32 resolve_siphash; do
+        printf '%-30s %12.2f ns\n' "ecmp $h" "$(criterion_ns_per_element "ecmp/$h")"
     done
 }
 

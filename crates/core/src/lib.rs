@@ -20,6 +20,7 @@ pub mod frame;
 pub mod ingress;
 pub mod params;
 pub mod pfc;
+pub mod route;
 pub mod sched;
 pub mod shared;
 pub mod stats;
