@@ -1,9 +1,10 @@
 //! Per-packet cost of headroom's dataplane core, next to a baseline that only moves the frames.
 //!
-//! * `per_packet/headroom/{64,1024}`: a 4-port [`Switch`] driven in the runtime's call order
-//!   (`switch.rs`): every port receives a burst of 32 frames (`handle_rx_burst`), then
-//!   `handle_timeout`, then every port transmits up to 32 frames (`poll_tx_burst`); the frames
-//!   sent are dropped, which returns their buffers to the pool. Each frame goes through L2 parse,
+//! * `per_packet/headroom/{64,1024}`: a 4-port single-lcore [`LcoreStep`] driven in its
+//!   documented call order (`step.rs`): every port receives a burst of 32 frames
+//!   (`handle_rx_burst`), then `handle_timeout`, then every port transmits up to 32 frames
+//!   (`poll_tx_burst`), then `poll_punt` and `poll_event` (both find nothing); the frames sent
+//!   are dropped, which returns their buffers to the pool. Each frame goes through L2 parse,
 //!   VLAN filtering, DSCP classification, FDB learn + lookup, ingress PG and egress queue
 //!   admission, the SPSC ring, DWRR scheduling and shaping, WRED/ECN on the lossless queues, the
 //!   release of its cells and the accounting sync. Traffic covers 4 ports × 8 queues.
@@ -38,7 +39,8 @@ use headroom_core::fdb::Fdb;
 use headroom_core::frame::Frame;
 use headroom_core::params::{presets, SchedulerKind, SwitchParams, WredParams};
 use headroom_core::sched::QueueScheduler;
-use headroom_core::switch::{lossless_queues, Switch};
+use headroom_core::step::LcoreStep;
+use headroom_core::switch::lossless_queues;
 use headroom_core::time::Instant;
 use headroom_core::types::{PortId, TrafficClass, PRIORITY_COUNT};
 use headroom_core::wred::{decide, WredRng};
@@ -257,7 +259,7 @@ fn receive_burst(pool: &Pool, headers: &[Vec<u8>], len: usize, rx: &mut Vec<Pool
 
 /// The full path.
 struct HeadroomRig {
-    sw: Switch<PoolFrame>,
+    sw: LcoreStep<PoolFrame>,
     pool: Pool,
     headers: Vec<Vec<Vec<u8>>>,
     len: usize,
@@ -270,7 +272,7 @@ impl HeadroomRig {
     fn new(len: usize) -> Self {
         let now = Instant::from_millis(1);
         let mut rig = Self {
-            sw: Switch::new(bench_params(len), now).expect("valid parameters"),
+            sw: LcoreStep::single(bench_params(len), now).expect("valid parameters"),
             pool: new_pool(),
             headers: templates(len),
             len,
@@ -321,6 +323,12 @@ impl HeadroomRig {
         for p in 0..PORTS {
             sent += self.drain(p);
         }
+        while let Some(punted) = self.sw.poll_punt() {
+            drop(black_box(punted));
+        }
+        while let Some(event) = self.sw.poll_event() {
+            black_box(event);
+        }
         sent
     }
 
@@ -338,8 +346,16 @@ impl HeadroomRig {
         let mut sent = 0;
         let mut marked = 0;
         for p in 0..PORTS {
-            let tx = self.sw.egress().port_counters(PortId(port_id(p)));
-            let rx = self.sw.ingress().port_counters(PortId(port_id(p)));
+            let tx = self
+                .sw
+                .egress()
+                .expect("both sides")
+                .port_counters(PortId(port_id(p)));
+            let rx = self
+                .sw
+                .ingress()
+                .expect("both sides")
+                .port_counters(PortId(port_id(p)));
             for q in 0..PRIORITY_COUNT {
                 assert!(
                     tx.tx_frames[q].get() > 0,

@@ -29,6 +29,41 @@ use crate::types::PRIORITY_COUNT;
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Cells per frame length: a shift when the cell size is a power of two (it always is in
+/// practice), a division otherwise.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CellSize {
+    /// Bytes per cell.
+    pub(crate) bytes: u32,
+    /// log2 of `bytes` if it is a power of two, else `u32::MAX`.
+    shift: u32,
+}
+
+impl CellSize {
+    pub(crate) fn new(bytes: u32) -> Self {
+        Self {
+            bytes,
+            shift: if bytes.is_power_of_two() {
+                bytes.trailing_zeros()
+            } else {
+                u32::MAX
+            },
+        }
+    }
+
+    /// Cells a frame of `len` bytes takes (rounded up).
+    #[inline]
+    pub(crate) fn cells(self, len: usize) -> u32 {
+        let cells = if self.shift == u32::MAX {
+            len.div_ceil(self.bytes as usize)
+        } else {
+            // A frame's length is far below `usize::MAX - bytes`: no overflow.
+            (len + (self.bytes as usize - 1)) >> self.shift
+        };
+        u32::try_from(cells).unwrap_or(u32::MAX)
+    }
+}
+
 /// A shared-buffer limit in cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThresholdCells {
@@ -331,8 +366,9 @@ pub enum PgTransition {
 }
 
 impl IngressBuffers {
-    /// Accounting for every port of `params` (only the owned ones are ever touched), as side
-    /// `side` of `board`.
+    /// Accounting for every port of `params` (only the owned ones are ever touched) and for the
+    /// CPU pseudo-port of every side of `board` (rows after the ports; only this side's is
+    /// touched), as side `side` of `board`.
     ///
     /// # Errors
     /// When pools are too small for what is carved out of them.
@@ -342,6 +378,19 @@ impl IngressBuffers {
         side: usize,
     ) -> Result<Self, ParamsError> {
         let pools = pool_cells(params)?;
+        // The CPU pseudo-ports (one per side of the board, `inject::cpu_port_index`): a lossy
+        // PG whose only buffer is its reserved size, outside every pool (`docs/buffer-model.md`).
+        let cpu_pg = PgSlot {
+            profile: ProfileCells {
+                pool: 0,
+                reserved: params.cells(params.inject.buffer_bytes),
+                threshold: ThresholdCells::Static(0),
+                xoff: 0,
+                xon: 0,
+                xon_offset: 0,
+            },
+            state: PgState::default(),
+        };
         Ok(Self {
             pgs: params
                 .ports
@@ -352,6 +401,7 @@ impl IngressBuffers {
                         state: PgState::default(),
                     })
                 })
+                .chain((0..board.sides).map(|_| [cpu_pg; PRIORITY_COUNT]))
                 .collect(),
             pools: pools
                 .into_iter()

@@ -5,6 +5,7 @@
 //! Because a counter has one writer, an increment is a plain load + store: no locked
 //! read-modify-write on the per-packet path.
 
+use crate::punt::PuntReason;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// A monotonically increasing `u64` written by exactly one thread.
@@ -136,6 +137,10 @@ drop_reasons! {
     PfcwdQueue => "pfcwd_queue", "The PFC watchdog's drop action: a frame queued for a stormed queue.";
     NoBuffer => "no_buffer", "No frame buffer to copy a flooded frame into.";
     TxError => "tx_error", "The port backend refused the frame.";
+    PuntRateLimit => "punt_rate_limit", "A frame for the switch itself over its punt reason's rate (CoPP).";
+    PuntQueueFull => "punt_queue_full", "A frame for the switch itself found the punt queue full.";
+    InjectRateLimit => "inject_rate_limit", "A frame the control plane injected over the inject rate.";
+    InjectBufferFull => "inject_buffer_full", "A frame the control plane injected found the CPU port's buffer full.";
 }
 
 type PerPrio<T> = [T; crate::types::PRIORITY_COUNT];
@@ -183,6 +188,19 @@ pub struct IngressPortCounters {
     pub queue_admission_drop_bytes: PerPrio<Counter>,
     /// Highest use of each of this port's queues seen at admission, bytes.
     pub queue_watermark: PerPrio<Watermark>,
+    /// Frames received on this port and punted to the control plane, per
+    /// [`crate::punt::PuntReason`] (by index).
+    pub punt_frames: [Counter; PuntReason::COUNT],
+    /// Frames received on this port for the control plane and dropped (`punt_rate_limit` or
+    /// `punt_queue_full`, also counted in `drops`), per reason.
+    pub punt_drops: [Counter; PuntReason::COUNT],
+    /// Frames the control plane injected towards this port and that were enqueued.
+    pub inject_frames: Counter,
+    /// Bytes of those frames.
+    pub inject_bytes: Counter,
+    /// Frames the control plane injected towards this port and that were dropped, by reason
+    /// (not in `drops`, which counts frames received on the port).
+    pub inject_drops: [Counter; DropReason::COUNT],
 }
 
 /// Pool watermarks kept by an ingress or egress accounting side.

@@ -8,9 +8,9 @@
 use crate::counters::{DropReason, EgressPortCounters};
 use crate::events::Event;
 use crate::frame::Frame;
-use crate::ingress::{PortConsumers, Queued};
 use crate::params::{PortParams, WatchdogAction, WredParams};
 use crate::pfc::PfcGenerator;
+use crate::queue::{FrameMeta, PortConsumers, Queued};
 use crate::sched::{QueueScheduler, Shaper};
 use crate::shared::{EgressCounters, Shared};
 use crate::time::Instant;
@@ -265,6 +265,12 @@ impl<F: Frame> Egress<F> {
             egress.set_big_red_switch(true, now);
         }
         egress
+    }
+
+    /// Which egress side this is (its index in `Layout::egress_side_of_port`).
+    #[must_use]
+    pub fn side(&self) -> usize {
+        self.side
     }
 
     /// The ports this side transmits on.
@@ -801,20 +807,14 @@ impl Run {
 
 /// Gives a sent or dropped frame's cells back to the ingress side that charged them.
 #[inline]
-fn release(
-    shared: &Shared,
-    egress_side: usize,
-    port: usize,
-    queue: usize,
-    meta: &crate::ingress::FrameMeta,
-) {
+fn release(shared: &Shared, egress_side: usize, port: usize, queue: usize, meta: &FrameMeta) {
     let cells = u64::from(meta.cells);
     let in_port = usize::from(meta.in_port);
     shared
         .releases
         .pg(egress_side, in_port, usize::from(meta.pg))
         .add(cells);
-    let ingress_side = shared.layout.ingress_side_of_port[in_port];
+    let ingress_side = shared.ingress_side_of(in_port);
     shared
         .releases
         .queue(egress_side, ingress_side, port, queue)

@@ -201,6 +201,12 @@ impl FdbSync {
         self.owes_flush = still_owed;
     }
 
+    /// Whether a call would find something to do: updates waiting in an incoming ring (left
+    /// over by the bounded drain, or published since) or a flush still owed.
+    pub(crate) fn has_work(&self) -> bool {
+        self.owes_flush || self.from_peers.iter().any(|r| !r.is_empty())
+    }
+
     /// Applies what the peers published, at most [`FDB_SYNC_DRAIN_PER_RING`] updates per ring.
     pub(crate) fn drain(&mut self, mut apply: impl FnMut(FdbUpdate)) {
         for ring in &mut self.from_peers {

@@ -1,20 +1,29 @@
 //! The ingress side: what an RX lcore does with each received frame.
 //!
 //! Per frame: L2 parse → MAC Control handling (PFC/PAUSE are acted on and never forwarded) →
-//! VLAN membership → classification (PCP or DSCP → TC → PG and queue) → watchdog ingress drop →
-//! FDB learning and lookup → for each destination port: egress VLAN tagging, ingress PG admission,
-//! egress queue admission, enqueue into the ring towards the egress side. PG XOFF/XON decisions
-//! are taken right after each admission and after cells come back from egress sides.
+//! frames for the switch itself are punted ([`crate::punt`]) → VLAN membership →
+//! classification ([`crate::classify`]: PCP or DSCP → TC → PG and queue) → watchdog ingress
+//! drop → FDB learning and lookup ([`crate::fdb_learning`]) → for each destination port: egress
+//! VLAN tagging, ingress PG admission, egress queue admission, enqueue into the ring towards the
+//! egress side ([`crate::queue`]). PG XOFF/XON decisions are taken right after each admission
+//! and after cells come back from egress sides. Frames the control plane injects join at the
+//! admissions ([`crate::inject`]).
 
-use crate::buffer::{EgressBuffers, IngressBuffers, PgTransition};
+use crate::buffer::{CellSize, EgressBuffers, IngressBuffers, PgTransition};
+use crate::classify::{classify, PortView};
 use crate::counters::{DropReason, IngressPortCounters};
-use crate::events::Event;
 use crate::fdb::Fdb;
-use crate::fdb_sync::{self, FdbSync, FdbUpdate};
+use crate::fdb_learning::IngressFdb;
+use crate::fdb_sync::FdbSync;
 use crate::frame::Frame;
-use crate::params::{ParamsError, PortParams, QosMaps, Trust, VlanMode};
+use crate::inject::cpu_port_index;
+use crate::params::ParamsError;
+use crate::punt::{punt_reason, PuntPath, PuntReason, PuntRefused, Punted};
+use crate::queue::{FrameMeta, PortProducers, Queued};
 use crate::shared::{IngressCounters, Shared};
+use crate::storm_alarm::StormAlarm;
 use crate::time::Instant;
+use crate::token_bucket::TokenBucket;
 use crate::types::{PortId, Priority, TrafficClass, PRIORITY_COUNT};
 use crate::watchdog::{PortMitigations, QueueMitigation};
 use headroom_wire::ethernet::{parse_l2, EtherType, L2Header};
@@ -22,201 +31,7 @@ use headroom_wire::mac_control::{MacControlFrame, MacControlRepr};
 use headroom_wire::pause::quanta_to_nanos;
 use headroom_wire::vlan::{insert_vlan_tag, strip_vlan_tag, VlanTci, TAG_LEN};
 use headroom_wire::Error as WireError;
-use rtrb::Producer;
 use std::sync::Arc;
-
-/// What travels with a frame handle from the ingress side to the egress side.
-///
-/// Packed into 16 bytes: every frame's metadata is written into a ring slot and read back, so
-/// its size is memory traffic per frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameMeta {
-    /// When the frame was enqueued, ns.
-    pub enqueued_ns: u64,
-    /// Cells charged (ingress PG and egress queue alike).
-    pub cells: u32,
-    /// Port the frame arrived on.
-    pub in_port: u16,
-    /// Ingress PG the frame's cells are charged to.
-    pub pg: u8,
-    /// Bits 0-6: offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP (an L3
-    /// header starts at most 22 bytes in: Ethernet and two tags); bit 7: it is IPv6.
-    l3: u8,
-}
-
-impl FrameMeta {
-    const IPV6: u8 = 0x80;
-
-    /// Metadata of a frame; an L3 offset beyond 127 bytes is recorded as not IP.
-    #[must_use]
-    pub fn new(
-        in_port: u16,
-        pg: u8,
-        l3_offset: usize,
-        ipv6: bool,
-        cells: u32,
-        enqueued_ns: u64,
-    ) -> Self {
-        let l3 = if l3_offset < usize::from(Self::IPV6) {
-            // Fits in 7 bits (checked just above).
-            l3_offset as u8 | u8::from(ipv6) << 7
-        } else {
-            0
-        };
-        Self {
-            enqueued_ns,
-            cells,
-            in_port,
-            pg,
-            l3,
-        }
-    }
-
-    /// Offset of the IPv4/IPv6 header in the frame as enqueued, 0 when not IP.
-    #[must_use]
-    pub fn l3_offset(&self) -> u8 {
-        self.l3 & !Self::IPV6
-    }
-
-    /// Whether the L3 header is IPv6.
-    #[must_use]
-    pub fn ipv6(&self) -> bool {
-        self.l3 & Self::IPV6 != 0
-    }
-}
-
-/// A frame in an egress queue's ring.
-#[derive(Debug)]
-pub struct Queued<F> {
-    /// The frame.
-    pub frame: F,
-    /// Its metadata.
-    pub meta: FrameMeta,
-}
-
-/// The consuming ends of one ingress side's rings towards every port's queues (`None` once
-/// taken by the egress side that owns the port).
-pub(crate) type PortConsumers<F> = Vec<[Option<rtrb::Consumer<Queued<F>>>; PRIORITY_COUNT]>;
-
-/// Per-port facts the ingress side consults for every frame, derived once from the parameters.
-#[derive(Debug, Clone)]
-struct PortView {
-    trust: Trust,
-    default_priority: Priority,
-    maps: QosMaps,
-    pfc_enable: u8,
-    pause_802_3x: bool,
-    speed_bps: u64,
-    max_payload: usize,
-    /// VLAN membership, bit per VID.
-    vlans: Box<[u64; 64]>,
-    /// VLAN of untagged and priority-tagged frames, if any.
-    untagged_vid: Option<u16>,
-    /// Access port: every VLAN leaves untagged.
-    access: bool,
-    /// Trunk native VLAN (leaves untagged).
-    native: Option<u16>,
-    /// Per PG: whether it has headroom (lossless).
-    lossless_pg: [bool; PRIORITY_COUNT],
-    /// The same, bit per PG.
-    lossless_mask: u8,
-}
-
-impl PortView {
-    fn new(p: &PortParams) -> Self {
-        let mut vlans = Box::new([0u64; 64]);
-        let mut set = |vid: u16| vlans[usize::from(vid / 64)] |= 1 << (vid % 64);
-        let (untagged_vid, access, native) = match &p.vlan {
-            VlanMode::Access { vid } => {
-                set(*vid);
-                (Some(*vid), true, None)
-            }
-            VlanMode::Trunk { allowed, native } => {
-                for v in allowed.iter().chain(native.iter()) {
-                    set(*v);
-                }
-                (*native, false, *native)
-            }
-        };
-        Self {
-            trust: p.trust,
-            default_priority: p.default_priority,
-            maps: p.maps,
-            pfc_enable: p.pfc_enable.0,
-            pause_802_3x: p.pause_802_3x,
-            speed_bps: p.speed_bps,
-            max_payload: usize::try_from(p.mtu_bytes).unwrap_or(usize::MAX),
-            vlans,
-            untagged_vid,
-            access,
-            native,
-            lossless_pg: p.pgs.map(|pg| pg.is_lossless()),
-            lossless_mask: p
-                .pgs
-                .iter()
-                .enumerate()
-                .filter(|(_, pg)| pg.is_lossless())
-                .fold(0, |m, (i, _)| m | 1 << i),
-        }
-    }
-
-    fn member(&self, vid: u16) -> bool {
-        vid < 4096 && self.vlans[usize::from(vid / 64)] & (1 << (vid % 64)) != 0
-    }
-
-    /// Whether frames of `vid` leave this port tagged.
-    fn egress_tagged(&self, vid: u16) -> bool {
-        !self.access && self.native != Some(vid)
-    }
-}
-
-/// Storm-rate alarm state of one (port, priority): PFC frames counted in one-second windows.
-#[derive(Clone, Copy, Debug, Default)]
-struct RateWindow {
-    start_ns: u64,
-    frames: u64,
-    alarmed: bool,
-}
-
-const RATE_WINDOW_NS: u64 = 1_000_000_000;
-
-/// A station seen again on the same port within this time is not looked up in the FDB again
-/// (its entry was refreshed at most this long ago; aging is minutes).
-const RELEARN_INTERVAL_NS: u64 = 1_000_000;
-
-/// Cells per frame length: a shift when the cell size is a power of two (it always is in
-/// practice), a division otherwise.
-#[derive(Clone, Copy, Debug)]
-struct CellSize {
-    bytes: u32,
-    /// log2 of `bytes` if it is a power of two, else `u32::MAX`.
-    shift: u32,
-}
-
-impl CellSize {
-    fn new(bytes: u32) -> Self {
-        Self {
-            bytes,
-            shift: if bytes.is_power_of_two() {
-                bytes.trailing_zeros()
-            } else {
-                u32::MAX
-            },
-        }
-    }
-
-    /// Cells a frame of `len` bytes takes (rounded up).
-    #[inline]
-    fn cells(self, len: usize) -> u32 {
-        let cells = if self.shift == u32::MAX {
-            len.div_ceil(self.bytes as usize)
-        } else {
-            // A frame's length is far below `usize::MAX - bytes`: no overflow.
-            (len + (self.bytes as usize - 1)) >> self.shift
-        };
-        u32::try_from(cells).unwrap_or(u32::MAX)
-    }
-}
 
 /// The ingress side of one RX lcore.
 #[derive(Debug)]
@@ -244,41 +59,40 @@ struct IngressState<F: Frame> {
     owns: Vec<bool>,
     buffers: IngressBuffers,
     egress_buffers: EgressBuffers,
-    fdb: Fdb,
+    fdb: IngressFdb,
     /// `[port][queue]`: rings towards the egress side of each port.
-    producers: Vec<[Producer<Queued<F>>; PRIORITY_COUNT]>,
+    producers: PortProducers<F>,
     seen_generation: Vec<u64>,
+    /// `[port]`, then the CPU pseudo-ports (`inject::cpu_port_index`).
     seen_pg_release: Vec<[u64; PRIORITY_COUNT]>,
     seen_queue_release: Vec<[u64; PRIORITY_COUNT]>,
     wanted_xoff: Vec<u8>,
     /// How many ports have a non-empty `wanted_xoff` (see [`Ingress::releases_can_change_pfc`]).
     ports_wanting_xoff: usize,
-    rate: Vec<[RateWindow; PRIORITY_COUNT]>,
+    storm: StormAlarm,
     /// Per port: lossless PGs whose cells a refused enqueue gave back since the last pull of
     /// releases; re-evaluated with the next pull (see `pull_releases`).
     pending_eval: Vec<u8>,
-    /// Rate windows currently in alarm (so that idle polls skip the scan).
-    alarms_active: u32,
     /// Some lossless PG has a dynamic threshold (its limit moves with the pool's use).
     dynamic_lossless: bool,
     /// Number of ingress sides sharing the pools.
     ingress_sides: usize,
-    /// Per port: the last source learned (VID << 48 | MAC) and when, ns — learning the same
-    /// station again within [`RELEARN_INTERVAL_NS`] only refreshes an age that cannot expire.
-    last_learned: Vec<(u64, u64)>,
-    /// The learn rings to and from the other ingress sides; `None` with a single ingress side
-    /// (which then pays one predictable branch per burst and one per table learn for it).
-    sync: Option<Box<FdbSync>>,
     cell: CellSize,
+    /// Frames for the control plane, waiting for [`Ingress::poll_punt`].
+    punt: PuntPath<F>,
+    /// This side's CPU pseudo-port: the row of its injected frames' PG.
+    cpu_port: usize,
+    inject_bucket: TokenBucket,
 }
 
 impl<F: Frame> Ingress<F> {
     pub(crate) fn new(
         shared: Arc<Shared>,
         side: usize,
-        producers: Vec<[Producer<Queued<F>>; PRIORITY_COUNT]>,
+        producers: PortProducers<F>,
         lossless_queues: Vec<[bool; PRIORITY_COUNT]>,
         sync: Option<FdbSync>,
+        now: Instant,
     ) -> Result<Self, ParamsError> {
         let params = &shared.params;
         let ports = params.ports.len();
@@ -287,6 +101,7 @@ impl<F: Frame> Ingress<F> {
         for p in &owned {
             owns[p.index()] = true;
         }
+        let ingress_sides = shared.layout.ingress_sides();
         let st = IngressState {
             buffers: IngressBuffers::new(params, Arc::clone(&shared.ingress_pools), side)?,
             egress_buffers: EgressBuffers::new(
@@ -295,23 +110,27 @@ impl<F: Frame> Ingress<F> {
                 Arc::clone(&shared.egress_pools),
                 side,
             )?,
-            fdb: Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
+            fdb: IngressFdb::new(
+                Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
+                ports,
+                sync,
+            ),
             producers,
             seen_generation: vec![0; shared.releases.egress_sides()],
-            seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],
+            seen_pg_release: vec![[0; PRIORITY_COUNT]; ports + ingress_sides],
             seen_queue_release: vec![[0; PRIORITY_COUNT]; ports],
             wanted_xoff: vec![0; ports],
             ports_wanting_xoff: 0,
             pending_eval: vec![0; ports],
-            rate: vec![[RateWindow::default(); PRIORITY_COUNT]; ports],
-            alarms_active: 0,
+            storm: StormAlarm::new(ports, params.storm_alarm_frames_per_second),
             dynamic_lossless: params.ports.iter().flat_map(|p| p.pgs.iter()).any(|pg| {
                 pg.is_lossless() && matches!(pg.threshold, crate::params::Threshold::Dynamic { .. })
             }),
-            ingress_sides: shared.layout.ingress_sides(),
-            last_learned: vec![(u64::MAX, 0); ports],
-            sync: sync.map(Box::new),
+            ingress_sides,
             cell: CellSize::new(params.cell_size_bytes),
+            punt: PuntPath::new(&params.punt, ingress_sides, now),
+            cpu_port: cpu_port_index(ports, side),
+            inject_bucket: TokenBucket::new(params.inject.limit.split(ingress_sides), now),
             owned,
             owns,
             side,
@@ -323,6 +142,12 @@ impl<F: Frame> Ingress<F> {
         })
     }
 
+    /// Which ingress side this is (its index in `Layout::ingress_side_of_port`).
+    #[must_use]
+    pub fn side(&self) -> usize {
+        self.st.side
+    }
+
     /// The ports this side receives on.
     #[must_use]
     pub fn ports(&self) -> &[PortId] {
@@ -332,7 +157,7 @@ impl<F: Frame> Ingress<F> {
     /// The FDB (for `show fdb`; the runtime reads it between bursts on this lcore).
     #[must_use]
     pub fn fdb(&self) -> &Fdb {
-        &self.st.fdb
+        &self.st.fdb.fdb
     }
 
     /// Ingress buffer accounting (read-only view, for tests and the control plane).
@@ -345,6 +170,12 @@ impl<F: Frame> Ingress<F> {
     #[must_use]
     pub fn egress_buffers(&self) -> &EgressBuffers {
         &self.st.egress_buffers
+    }
+
+    /// The row of this side's CPU pseudo-port in [`Ingress::buffers`] (see [`crate::inject`]).
+    #[must_use]
+    pub fn cpu_port(&self) -> usize {
+        self.st.cpu_port
     }
 
     fn counters(&self) -> &IngressCounters {
@@ -369,8 +200,8 @@ impl<F: Frame> Ingress<F> {
         };
         let st = &mut self.st;
         st.sync_releases(&ctx);
-        if st.sync.is_some() {
-            st.sync_fdb(now);
+        if st.fdb.is_synced() {
+            st.fdb.sync(now);
         }
         let in_view = &ctx.views[port.index()];
         let in_counters = &ctx.counters.ports[port.index()];
@@ -398,9 +229,27 @@ impl<F: Frame> Ingress<F> {
         }
     }
 
+    /// Sends `frame`, built by the control plane, out of `port` through the normal egress
+    /// path (see [`crate::inject`]): classified with `port`'s maps, rate-limited, charged to
+    /// this side's CPU pseudo-port and to the egress queue, enqueued. Every refusal is counted
+    /// in `port`'s `inject_drops` (an unknown port, which has no counters, is only returned).
+    ///
+    /// # Errors
+    /// Why the frame was dropped.
+    pub fn inject(&mut self, now: Instant, port: PortId, frame: F) -> Result<(), DropReason> {
+        let ctx = Ctx {
+            shared: &self.shared,
+            counters: &self.shared.ingress_counters[self.st.side],
+            views: &self.views,
+        };
+        self.st.inject(&ctx, now, port, frame)
+    }
+
     /// Pulls cells released by egress sides into the accounting and re-evaluates XOFF/XON of
-    /// the owned lossless PGs (dynamic limits move as pools fill and drain). The runtime calls
-    /// this every loop iteration, with or without traffic; `handle_rx_burst` calls it too.
+    /// the owned lossless PGs (dynamic limits move as pools fill and drain); applies the other
+    /// ingress sides' FDB updates; ends storm-rate alarm episodes that are over. Due whenever
+    /// [`Ingress::poll_timeout`] says, and harmless at any other time; `handle_rx_burst` pulls
+    /// releases and FDB updates too.
     pub fn handle_timeout(&mut self, now: Instant) {
         let ctx = Ctx {
             shared: &self.shared,
@@ -408,10 +257,39 @@ impl<F: Frame> Ingress<F> {
             views: &self.views,
         };
         self.st.sync_releases(&ctx);
-        if self.st.sync.is_some() {
-            self.st.sync_fdb(now);
+        if self.st.fdb.is_synced() {
+            self.st.fdb.sync(now);
         }
-        self.st.roll_rate_windows(&ctx, now);
+        let events = &ctx.shared.ingress_events[self.st.side];
+        self.st.storm.roll(now, &self.st.owned, events);
+    }
+
+    /// Only the pull of released cells (and the PFC decisions it brings) of
+    /// [`Ingress::handle_timeout`].
+    pub(crate) fn pull_releases(&mut self) {
+        let ctx = Ctx {
+            shared: &self.shared,
+            counters: &self.shared.ingress_counters[self.st.side],
+            views: &self.views,
+        };
+        self.st.sync_releases(&ctx);
+    }
+
+    /// When [`Ingress::handle_timeout`] next has work of its own: the end of a storm-rate
+    /// window that decides an alarm's episode, or now when the learn rings hold a backlog the
+    /// bounded drain left. Inputs from other lcores (released cells, learn updates published
+    /// after this call) arrive without a deadline; the runtime bounds its sleep for them.
+    #[must_use]
+    pub fn poll_timeout(&self, now: Instant) -> Option<Instant> {
+        if self.st.fdb.sync_has_work() || self.st.punt.len() > 0 {
+            return Some(now);
+        }
+        self.st.storm.poll_timeout(&self.st.owned)
+    }
+
+    /// The oldest frame punted to the control plane (see [`crate::punt`]).
+    pub fn poll_punt(&mut self) -> Option<Punted<F>> {
+        self.st.punt.pop()
     }
 
     /// Whether pulling released cells now could change what any port asks its peer to pause.
@@ -429,33 +307,19 @@ impl<F: Frame> Ingress<F> {
         self.st.ports_wanting_xoff != 0
     }
 
-    /// The part of [`Ingress::handle_timeout`] that is not the pull of released cells: the
-    /// learn rings and the storm-rate windows.
-    pub(crate) fn handle_timeout_without_releases(&mut self, now: Instant) {
-        let ctx = Ctx {
-            shared: &self.shared,
-            counters: &self.shared.ingress_counters[self.st.side],
-            views: &self.views,
-        };
-        if self.st.sync.is_some() {
-            self.st.sync_fdb(now);
-        }
-        self.st.roll_rate_windows(&ctx, now);
-    }
-
     /// Forgets every station learned on `port` (link down, reconfiguration), on this side and,
     /// through the learn rings, on every other ingress side (which forget only what they heard
     /// of at or before `now`). Call it on any one side.
     pub fn flush_fdb_port(&mut self, port: PortId, now: Instant) {
-        let counters = &self.shared.ingress_counters[self.st.side];
-        self.st.flush_fdb(counters, Some(port), now);
+        let overflow = &self.shared.ingress_counters[self.st.side].fdb_sync_overflow;
+        self.st.fdb.flush(overflow, Some(port), now);
     }
 
     /// Forgets every station, on this side and on every other ingress side (see
     /// [`Ingress::flush_fdb_port`]).
     pub fn flush_fdb(&mut self, now: Instant) {
-        let counters = &self.shared.ingress_counters[self.st.side];
-        self.st.flush_fdb(counters, None, now);
+        let overflow = &self.shared.ingress_counters[self.st.side].fdb_sync_overflow;
+        self.st.fdb.flush(overflow, None, now);
     }
 
     /// Checks every accounting invariant of this side.
@@ -468,44 +332,6 @@ impl<F: Frame> Ingress<F> {
     #[must_use]
     pub fn port_counters(&self, port: PortId) -> &IngressPortCounters {
         &self.counters().ports[port.index()]
-    }
-}
-
-/// A station as the relearn cache keys it.
-#[inline]
-fn station_key(vid: u16, mac: [u8; 6]) -> u64 {
-    u64::from(vid) << 48 | mac.iter().fold(0u64, |k, &b| k << 8 | u64::from(b))
-}
-
-/// Forgets the relearn cache entries an FDB change invalidates, so that the next frame of
-/// those stations reaches the table: a station moved away from a port (`moved_from`) or a flush.
-fn forget_cached_learns(
-    last_learned: &mut [(u64, u64)],
-    update: FdbUpdate,
-    moved_from: Option<PortId>,
-) {
-    const FORGOTTEN: (u64, u64) = (u64::MAX, 0);
-    match update {
-        FdbUpdate::Learned { vid, mac, .. } => {
-            let key = station_key(vid, mac);
-            if let Some(cached) = moved_from.and_then(|p| last_learned.get_mut(p.index())) {
-                if cached.0 == key {
-                    *cached = FORGOTTEN;
-                }
-            }
-        }
-        FdbUpdate::PortFlushed { port, at } => {
-            if let Some(cached) = last_learned.get_mut(port.index()) {
-                if cached.1 <= at.as_nanos() {
-                    *cached = FORGOTTEN;
-                }
-            }
-        }
-        FdbUpdate::Flushed { at } => {
-            for cached in last_learned.iter_mut().filter(|c| c.1 <= at.as_nanos()) {
-                *cached = FORGOTTEN;
-            }
-        }
     }
 }
 
@@ -640,6 +466,16 @@ impl<F: Frame> IngressState<F> {
             // those in XOFF can change (XON).
             self.pending_eval[p] |= mask & xoff & ctx.views[p].lossless_mask;
         }
+        // This side's injected frames, charged to its CPU pseudo-port's PG 0 (skipped while it
+        // holds nothing: then nothing of it can have been released).
+        let cpu = self.cpu_port;
+        if self.buffers.pg(cpu, 0).total() > 0 {
+            let totals = released_totals(egress_sides, |e| releases.pg_block(e, cpu));
+            let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[cpu]);
+            if mask != 0 {
+                self.buffers.release_port(cpu, &deltas, mask);
+            }
+        }
         for p in 0..ctx.views.len() {
             let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_queue_release[p]);
@@ -763,6 +599,13 @@ impl<F: Frame> IngressState<F> {
         if l2.src_addr.is_multicast() {
             return drop_frame(counters, DropReason::SourceMulticast, frame);
         }
+        // Frames for the switch itself are never relayed (802.1Q-2018 8.6.3, Table 8-1), in
+        // any VLAN. Only a multicast destination can be reserved: unicast pays one bit test.
+        if l2.dst_addr.is_multicast() {
+            if let Some(reason) = punt_reason(&l2) {
+                return self.punt_frame(counters, now, port, reason, frame);
+            }
+        }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
         let vid = match l2.vlan.map(VlanTci::vid) {
             None | Some(0) => match view.untagged_vid {
@@ -785,12 +628,18 @@ impl<F: Frame> IngressState<F> {
             counters.pg_drops[pg].inc();
             return drop_frame(counters, DropReason::PfcwdIngress, frame);
         }
-        self.learn(ctx, vid, l2.src_addr.0, port, now);
+        self.fdb.learn(
+            &ctx.counters.fdb_sync_overflow,
+            vid,
+            l2.src_addr.0,
+            port,
+            now,
+        );
         let dst = l2.dst_addr;
         let unicast_to = if dst.is_multicast() {
             None
         } else {
-            self.fdb.lookup(vid, dst.0, now)
+            self.fdb.fdb.lookup(vid, dst.0, now)
         };
         let meta = IngressFrame {
             in_port: port,
@@ -813,109 +662,6 @@ impl<F: Frame> IngressState<F> {
             },
         };
         self.forward(ctx, view, counters, now, &meta, out, frame, len);
-    }
-
-    /// FDB learning, skipping the table when the same station was learned on this port within
-    /// the last [`RELEARN_INTERVAL_NS`] (back-to-back frames of one flow).
-    #[inline]
-    fn learn(&mut self, ctx: &Ctx<'_>, vid: u16, mac: [u8; 6], port: PortId, now: Instant) {
-        let key = station_key(vid, mac);
-        let (last_key, last_ns) = &mut self.last_learned[port.index()];
-        let now_ns = now.as_nanos();
-        if *last_key == key && now_ns.saturating_sub(*last_ns) < RELEARN_INTERVAL_NS {
-            return;
-        }
-        *last_key = key;
-        *last_ns = now_ns;
-        self.learn_in_table(ctx, vid, mac, port, now);
-    }
-
-    /// The table part of [`IngressState::learn`], and its publication to the other ingress
-    /// sides. Out of line: back-to-back frames of a flow skip it, and keeping it out of the
-    /// per-frame path keeps its registers free (measured: inlined, the single-side path cost
-    /// 7 Ir/packet more).
-    #[inline(never)]
-    fn learn_in_table(
-        &mut self,
-        ctx: &Ctx<'_>,
-        vid: u16,
-        mac: [u8; 6],
-        port: PortId,
-        now: Instant,
-    ) {
-        let learned = self.fdb.learn(vid, mac, port, now);
-        if self.sync.is_some() {
-            self.publish_learned(ctx, learned, vid, mac, port, now);
-        }
-    }
-
-    /// Tells the other ingress sides about a learn, if it is news to them (see
-    /// [`crate::fdb_sync`]). Out of line: with one ingress side it is never called.
-    #[inline(never)]
-    fn publish_learned(
-        &mut self,
-        ctx: &Ctx<'_>,
-        learned: crate::fdb::Learned,
-        vid: u16,
-        mac: [u8; 6],
-        port: PortId,
-        now: Instant,
-    ) {
-        let Some(sync) = self.sync.as_deref_mut() else {
-            return;
-        };
-        if !sync.refresh_due(learned, now) {
-            return;
-        }
-        let update = FdbUpdate::Learned {
-            vid,
-            mac,
-            port,
-            seen: now,
-        };
-        let published = sync.publish_learned(update, &ctx.counters.fdb_sync_overflow);
-        let was_pending = matches!(
-            learned,
-            crate::fdb::Learned::Refreshed {
-                sync_pending: true,
-                ..
-            }
-        );
-        // `learn` cleared the mark: set it again if this publication failed too.
-        if !published || was_pending {
-            self.fdb.set_sync_pending(vid, mac, !published);
-        }
-    }
-
-    /// Applies what the other ingress sides learned and flushed, and retries flushes this side
-    /// still owes them. Bounded: see [`fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
-    #[inline(never)]
-    fn sync_fdb(&mut self, now: Instant) {
-        let Some(sync) = self.sync.as_deref_mut() else {
-            return;
-        };
-        sync.retry_owed_flushes();
-        let (fdb, last_learned) = (&mut self.fdb, &mut self.last_learned);
-        sync.drain(|update| {
-            let moved_from = fdb_sync::apply(fdb, update, now);
-            forget_cached_learns(last_learned, update, moved_from);
-        });
-    }
-
-    /// Flushes this side's table (all of it, or `port`'s stations) and publishes the flush.
-    fn flush_fdb(&mut self, counters: &IngressCounters, port: Option<PortId>, now: Instant) {
-        let update = match port {
-            Some(port) => FdbUpdate::PortFlushed { port, at: now },
-            None => FdbUpdate::Flushed { at: now },
-        };
-        match port {
-            Some(port) => self.fdb.flush_port(port),
-            None => self.fdb.flush(),
-        }
-        forget_cached_learns(&mut self.last_learned, update, None);
-        if let Some(sync) = self.sync.as_deref_mut() {
-            sync.publish_flush(update, &counters.fdb_sync_overflow);
-        }
     }
 
     /// Floods `frame` (unknown unicast, multicast, broadcast): forwards a copy to every
@@ -1121,7 +867,8 @@ impl<F: Frame> IngressState<F> {
                     // 802.1Qbb 36.1.3.3: pause for quanta × 512 bit times at the port's speed.
                     let duration = quanta_to_nanos(quanta, speed_bps);
                     ctx.shared.pfc.handle_pause(p, prio, now, duration);
-                    self.count_rate(ctx, now, port, prio);
+                    self.storm
+                        .count(now, port, prio, &ctx.shared.ingress_events[self.side]);
                 }
             }
             Ok(MacControlRepr::Pause(pause)) => {
@@ -1141,64 +888,127 @@ impl<F: Frame> IngressState<F> {
         drop(frame);
     }
 
-    fn count_rate(&mut self, ctx: &Ctx<'_>, now: Instant, port: PortId, prio: Priority) {
-        let threshold = u64::from(ctx.shared.params.storm_alarm_frames_per_second);
-        let w = &mut self.rate[port.index()][prio.index()];
-        let now_ns = now.as_nanos();
-        if now_ns.saturating_sub(w.start_ns) >= RATE_WINDOW_NS {
-            let was_high = w.frames > threshold;
-            if w.alarmed && !was_high {
-                w.alarmed = false;
-                self.alarms_active -= 1;
-                ctx.shared.ingress_events[self.side].push(Event::PfcRateNormal {
-                    port,
-                    priority: prio,
-                    at: now,
-                });
+    /// Queues a frame for the control plane, or drops it with the reason (rate, queue full).
+    /// Out of line: data frames never call it.
+    #[cold]
+    #[inline(never)]
+    fn punt_frame(
+        &mut self,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        reason: PuntReason,
+        frame: F,
+    ) {
+        match self.punt.punt(now, port, reason, frame) {
+            Ok(()) => counters.punt_frames[reason.index()].inc(),
+            Err((refused, frame)) => {
+                counters.punt_drops[reason.index()].inc();
+                let why = match refused {
+                    PuntRefused::RateLimit => DropReason::PuntRateLimit,
+                    PuntRefused::QueueFull => DropReason::PuntQueueFull,
+                };
+                drop_frame(counters, why, frame);
             }
-            w.start_ns = now_ns;
-            w.frames = 0;
-        }
-        w.frames += 1;
-        if threshold > 0 && w.frames > threshold && !w.alarmed {
-            w.alarmed = true;
-            self.alarms_active += 1;
-            ctx.shared.ingress_events[self.side].push(Event::PfcRateHigh {
-                port,
-                priority: prio,
-                frames_per_second: w.frames,
-                at: now,
-            });
         }
     }
 
-    fn roll_rate_windows(&mut self, ctx: &Ctx<'_>, now: Instant) {
-        if self.alarms_active == 0 {
-            return;
-        }
-        let threshold = u64::from(ctx.shared.params.storm_alarm_frames_per_second);
-        for &port in &self.owned {
-            for prio in Priority::ALL {
-                let w = &mut self.rate[port.index()][prio.index()];
-                if w.alarmed && now.as_nanos().saturating_sub(w.start_ns) >= RATE_WINDOW_NS {
-                    // A full window passed; if it ended quiet (or a whole window saw nothing), the
-                    // episode is over.
-                    let quiet = w.frames <= threshold
-                        || now.as_nanos().saturating_sub(w.start_ns) >= 2 * RATE_WINDOW_NS;
-                    if quiet {
-                        w.alarmed = false;
-                        self.alarms_active -= 1;
-                        w.frames = 0;
-                        w.start_ns = now.as_nanos();
-                        ctx.shared.ingress_events[self.side].push(Event::PfcRateNormal {
-                            port,
-                            priority: prio,
-                            at: now,
-                        });
-                    }
-                }
+    /// [`Ingress::inject`]: counts a refusal against `port`.
+    #[inline(never)]
+    fn inject(
+        &mut self,
+        ctx: &Ctx<'_>,
+        now: Instant,
+        port: PortId,
+        frame: F,
+    ) -> Result<(), DropReason> {
+        let Some(counters) = ctx.counters.ports.get(port.index()) else {
+            return Err(DropReason::NoDestination);
+        };
+        let len = frame.len();
+        match self.enqueue_injected(ctx, now, port, frame) {
+            Ok(()) => {
+                counters.inject_frames.inc();
+                counters.inject_bytes.add(len as u64);
+                Ok(())
+            }
+            Err(reason) => {
+                counters.inject_drops[reason.index()].inc();
+                Err(reason)
             }
         }
+    }
+
+    /// Rate limit, classification by the egress port's maps, admission to the CPU
+    /// pseudo-port's PG and to the egress queue, enqueue. On a refusal every admission made is
+    /// undone and the frame dropped.
+    fn enqueue_injected(
+        &mut self,
+        ctx: &Ctx<'_>,
+        now: Instant,
+        port: PortId,
+        frame: F,
+    ) -> Result<(), DropReason> {
+        let o = port.index();
+        let view = &ctx.views[o];
+        if !self.inject_bucket.take(now) {
+            return Err(DropReason::InjectRateLimit);
+        }
+        let data = frame.data();
+        let len = data.len();
+        let l2 = match parse_l2(data) {
+            Ok(l2) => l2,
+            Err(WireError::DoubleTag) => return Err(DropReason::VlanFiltered),
+            Err(_) => return Err(DropReason::Runt),
+        };
+        if len - l2.payload_offset > view.max_payload {
+            return Err(DropReason::Oversize);
+        }
+        // Classified like a frame this port received (its trust and maps): the control plane's
+        // PCP or DSCP picks the queue. The frame leaves as it was built: no VLAN tagging.
+        let (tc, l3) = classify(view, &l2, data);
+        let q = view.maps.tc_to_queue[tc.index()].index() % PRIORITY_COUNT;
+        let cells = self.cell.cells(len);
+        let cpu = self.cpu_port;
+        if self.buffers.admit_frame(cpu, 0, u64::from(cells)).is_err() {
+            return Err(DropReason::InjectBufferFull);
+        }
+        let out_counters = &ctx.counters.ports[o];
+        let queued_in = match self.egress_buffers.admit_frame(o, q, u64::from(cells)) {
+            Ok(admitted) => admitted,
+            Err(reason) => {
+                self.buffers.release(cpu, 0, u64::from(cells));
+                count_refused(out_counters, q, len);
+                return Err(reason);
+            }
+        };
+        let producer = &mut self.producers[o][q];
+        if producer.is_full() {
+            self.buffers.release(cpu, 0, u64::from(cells));
+            self.egress_buffers.release(o, q, u64::from(cells));
+            count_refused(out_counters, q, len);
+            return Err(DropReason::QueueRingFull);
+        }
+        let meta = FrameMeta::new(
+            u16::try_from(cpu).unwrap_or(u16::MAX),
+            0,
+            l3.map_or(0, |(off, _)| off),
+            l3.is_some_and(|(_, v6)| v6),
+            cells,
+            now.as_nanos(),
+        );
+        // Published before the frame, as `forward` does.
+        ctx.shared.ring_bytes_in(self.side, o, q).add(len as u64);
+        if let Err(rtrb::PushError::Full(refused)) = producer.push(Queued { frame, meta }) {
+            debug_assert!(false, "a ring that was not full refused a frame");
+            drop(refused);
+        }
+        let cell = u64::from(self.cell.bytes);
+        out_counters.queue_watermark[q].observe(queued_in.used * cell);
+        ctx.counters.egress_pools[queued_in.pool]
+            .shared_watermark
+            .observe(queued_in.pool_use * cell);
+        Ok(())
     }
 }
 
@@ -1213,60 +1023,4 @@ struct IngressFrame {
     tagged: bool,
     /// Offset of the IP header and whether it is IPv6.
     l3: Option<(usize, bool)>,
-}
-
-/// Finds the traffic class by the port's trust, and the IP header if there is one.
-#[inline]
-fn classify(view: &PortView, l2: &L2Header, data: &[u8]) -> (TrafficClass, Option<(usize, bool)>) {
-    let off = l2.payload_offset;
-    let l3 = match l2.ethertype {
-        // Version nibble checked; a header too short to hold the DSCP is treated as non-IP.
-        EtherType::Ipv4 if data.len() >= off + 20 && data[off] >> 4 == 4 => Some((off, false)),
-        EtherType::Ipv6 if data.len() >= off + 40 && data[off] >> 4 == 6 => Some((off, true)),
-        _ => None,
-    };
-    let tc = match view.trust {
-        Trust::Dot1p => {
-            let pcp = l2.vlan.map_or(view.default_priority, |tci| {
-                Priority::from_low_bits(tci.pcp())
-            });
-            view.maps.dot1p_to_tc[pcp.index()]
-        }
-        Trust::Dscp => match l3 {
-            Some((o, false)) => view.maps.dscp_to_tc[usize::from(data[o + 1] >> 2)],
-            Some((o, true)) => {
-                let traffic_class = (data[o] & 0x0F) << 4 | data[o + 1] >> 4;
-                view.maps.dscp_to_tc[usize::from(traffic_class >> 2)]
-            }
-            None => view.maps.dot1p_to_tc[view.default_priority.index()],
-        },
-    };
-    (tc, l3)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::FrameMeta;
-
-    #[test]
-    fn frame_meta_is_sixteen_bytes_and_keeps_what_it_is_given() {
-        assert_eq!(size_of::<FrameMeta>(), 16);
-        let m = FrameMeta::new(7, 3, 22, true, 6, 1_000);
-        assert_eq!(
-            (
-                m.in_port,
-                m.pg,
-                m.l3_offset(),
-                m.ipv6(),
-                m.cells,
-                m.enqueued_ns
-            ),
-            (7, 3, 22, true, 6, 1_000)
-        );
-        let m = FrameMeta::new(0, 0, 14, false, 1, 0);
-        assert_eq!((m.l3_offset(), m.ipv6()), (14, false));
-        // Beyond 7 bits the offset cannot be kept: recorded as not IP (never ECN-marked).
-        let m = FrameMeta::new(0, 0, 200, true, 1, 0);
-        assert_eq!((m.l3_offset(), m.ipv6()), (0, false));
-    }
 }

@@ -4,6 +4,9 @@
 //! Byte quantities stay in bytes here; the core converts them to cells once, when it is built
 //! ([`SwitchParams::cells`]). Semantics are SONiC's (`sonic-buffer-model.md` §1–2).
 
+pub use crate::inject::InjectParams;
+pub use crate::punt::PuntParams;
+pub use crate::token_bucket::RateLimit;
 use crate::types::{PgIndex, Priority, PrioritySet, QueueIndex, TrafficClass, PRIORITY_COUNT};
 
 /// Index of a buffer pool in [`SwitchParams::pools`].
@@ -321,6 +324,10 @@ pub struct SwitchParams {
     pub fdb_aging_ns: u64,
     /// Frames each egress queue's ring holds at most (per ingress side).
     pub queue_ring_frames: u32,
+    /// Rate limits and queue of frames punted to the control plane ([`crate::punt`]).
+    pub punt: PuntParams,
+    /// Rate limit and buffer of frames the control plane injects ([`crate::inject`]).
+    pub inject: InjectParams,
 }
 
 /// Why parameters were refused.
@@ -368,6 +375,9 @@ impl SwitchParams {
         }
         if self.watchdog.poll_interval_ns == 0 {
             return err("watchdog poll interval must be > 0".into());
+        }
+        if self.punt.queue_frames == 0 {
+            return err("the punt queue must hold at least one frame".into());
         }
         for pool in &self.pools {
             if pool.shared_headroom_bytes > pool.size_bytes {
@@ -610,6 +620,8 @@ pub mod presets {
             fdb_capacity: 4096,
             fdb_aging_ns: 300_000_000_000,
             queue_ring_frames: 8192,
+            punt: PuntParams::default(),
+            inject: InjectParams::default(),
         }
     }
 }

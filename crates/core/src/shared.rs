@@ -13,23 +13,96 @@ use crate::watchdog::MitigationBoard;
 use core::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Which side runs which port.
+/// Which side runs which port, and which sides run together on one lcore.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// For each port, the ingress side (RX lcore) that receives on it.
     pub ingress_side_of_port: Vec<usize>,
     /// For each port, the egress side (TX lcore) that transmits on it.
     pub egress_side_of_port: Vec<usize>,
+    /// The lcores, in order: the sides each one runs ([`crate::switch::build`] makes one
+    /// [`crate::step::LcoreStep`] per entry). Every side is run by exactly one lcore.
+    pub lcores: Vec<LcoreSides>,
+}
+
+/// The sides one lcore runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LcoreSides {
+    /// Its ingress side, if it receives on any port.
+    pub ingress: Option<usize>,
+    /// Its egress side, if it transmits on any port.
+    pub egress: Option<usize>,
+}
+
+/// The ports one lcore receives and transmits on (see [`Layout::from_lcores`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LcorePorts {
+    /// Ports whose receive side the lcore polls.
+    pub rx: Vec<PortId>,
+    /// Ports whose transmit side the lcore serves.
+    pub tx: Vec<PortId>,
 }
 
 impl Layout {
-    /// Every port on one ingress and one egress side (run to completion on one lcore).
+    /// Every port on one ingress and one egress side, both on one lcore (run to completion).
     #[must_use]
     pub fn single(ports: usize) -> Self {
         Self {
             ingress_side_of_port: vec![0; ports],
             egress_side_of_port: vec![0; ports],
+            lcores: vec![LcoreSides {
+                ingress: Some(0),
+                egress: Some(0),
+            }],
         }
+    }
+
+    /// The layout of `lcores` over `ports` ports: every lcore that receives on a port gets the
+    /// next ingress side, every lcore that transmits on one the next egress side, in lcore
+    /// order.
+    ///
+    /// # Errors
+    /// A port that does not exist, is received (or transmitted) by two lcores, or by none.
+    pub fn from_lcores(ports: usize, lcores: &[LcorePorts]) -> Result<Self, ParamsError> {
+        let mut ingress = vec![usize::MAX; ports];
+        let mut egress = vec![usize::MAX; ports];
+        let mut sides = Vec::with_capacity(lcores.len());
+        let (mut ins, mut outs) = (0, 0);
+        for l in lcores {
+            let assign = |list: &[PortId], slots: &mut [usize], n: &mut usize, what: &str| {
+                if list.is_empty() {
+                    return Ok(None);
+                }
+                for p in list {
+                    let slot = slots
+                        .get_mut(p.index())
+                        .ok_or_else(|| ParamsError(format!("{p} does not exist")))?;
+                    if *slot != usize::MAX {
+                        return Err(ParamsError(format!("{p} is {what} by two lcores")));
+                    }
+                    *slot = *n;
+                }
+                *n += 1;
+                Ok(Some(*n - 1))
+            };
+            let ingress_side = assign(&l.rx, &mut ingress, &mut ins, "received")?;
+            let egress_side = assign(&l.tx, &mut egress, &mut outs, "transmitted")?;
+            sides.push(LcoreSides {
+                ingress: ingress_side,
+                egress: egress_side,
+            });
+        }
+        if let Some(p) = ingress.iter().chain(&egress).position(|s| *s == usize::MAX) {
+            return Err(ParamsError(format!(
+                "port {} has no lcore for one direction",
+                p % ports.max(1)
+            )));
+        }
+        Ok(Self {
+            ingress_side_of_port: ingress,
+            egress_side_of_port: egress,
+            lcores: sides,
+        })
     }
 
     /// Number of ingress sides.
@@ -63,12 +136,41 @@ impl Layout {
                 self.ingress_side_of_port.len()
             )));
         }
-        for (what, sides, n) in [
-            ("ingress", &self.ingress_side_of_port, self.ingress_sides()),
-            ("egress", &self.egress_side_of_port, self.egress_sides()),
+        for (what, sides, n, on_lcores) in [
+            (
+                "ingress",
+                &self.ingress_side_of_port,
+                self.ingress_sides(),
+                self.lcores
+                    .iter()
+                    .filter_map(|l| l.ingress)
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "egress",
+                &self.egress_side_of_port,
+                self.egress_sides(),
+                self.lcores
+                    .iter()
+                    .filter_map(|l| l.egress)
+                    .collect::<Vec<_>>(),
+            ),
         ] {
             if let Some(idle) = (0..n).find(|s| !sides.contains(s)) {
                 return Err(ParamsError(format!("{what} side {idle} owns no port")));
+            }
+            for side in 0..n {
+                let runs = on_lcores.iter().filter(|s| **s == side).count();
+                if runs != 1 {
+                    return Err(ParamsError(format!(
+                        "{what} side {side} is run by {runs} lcores (needs exactly one)"
+                    )));
+                }
+            }
+            if let Some(extra) = on_lcores.iter().find(|s| **s >= n) {
+                return Err(ParamsError(format!(
+                    "an lcore runs {what} side {extra}, which owns no port"
+                )));
             }
         }
         Ok(())
@@ -139,7 +241,11 @@ pub struct WatchdogStats {
 pub(crate) struct Releases {
     ports: usize,
     ingress_sides: usize,
-    /// `[egress side][port][pg]`: cells released from ingress PGs (read by the port's ingress side).
+    /// Rows of `pg` per egress side: every port, then every ingress side's CPU pseudo-port
+    /// (`inject::cpu_port_index`).
+    pg_rows: usize,
+    /// `[egress side][port][pg]`: cells released from ingress PGs (read by the port's ingress
+    /// side; a CPU pseudo-port's, by the ingress side it belongs to).
     pg: Vec<Counter>,
     /// `[egress side][ingress side][port][queue]`: cells released from egress queue accounting
     /// (read by the ingress side that admitted them).
@@ -151,10 +257,12 @@ pub(crate) struct Releases {
 impl Releases {
     fn new(egress_sides: usize, ingress_sides: usize, ports: usize) -> Self {
         let n = |k: usize| (0..k).map(|_| Counter::default()).collect::<Vec<_>>();
+        let pg_rows = ports + ingress_sides;
         Self {
             ports,
             ingress_sides,
-            pg: n(egress_sides * ports * PRIORITY_COUNT),
+            pg_rows,
+            pg: n(egress_sides * pg_rows * PRIORITY_COUNT),
             queue: n(egress_sides * ingress_sides * ports * PRIORITY_COUNT),
             generation: n(egress_sides),
         }
@@ -162,7 +270,7 @@ impl Releases {
 
     #[inline]
     pub(crate) fn pg(&self, egress_side: usize, port: usize, pg: usize) -> &Counter {
-        &self.pg[(egress_side * self.ports + port) * PRIORITY_COUNT + pg]
+        &self.pg[(egress_side * self.pg_rows + port) * PRIORITY_COUNT + pg]
     }
 
     #[inline]
@@ -182,14 +290,15 @@ impl Releases {
     /// side's sync reads a port's PGs with one bounds check instead of eight.
     #[inline]
     pub(crate) fn pg_block(&self, egress_side: usize, port: usize) -> &[Counter; PRIORITY_COUNT] {
-        block(&self.pg, egress_side * self.ports + port)
+        block(&self.pg, egress_side * self.pg_rows + port)
     }
 
-    /// Every PG release counter kept by `egress_side`, `[port][pg]` flattened: taken once per
-    /// egress poll so that a sent frame's counter is one index away.
+    /// Every PG release counter kept by `egress_side`, `[port][pg]` flattened (CPU
+    /// pseudo-ports after the ports): taken once per egress poll so that a sent frame's counter
+    /// is one index away.
     #[inline]
     pub(crate) fn pg_of(&self, egress_side: usize) -> &[Counter] {
-        let n = self.ports * PRIORITY_COUNT;
+        let n = self.pg_rows * PRIORITY_COUNT;
         &self.pg[egress_side * n..(egress_side + 1) * n]
     }
 
@@ -264,6 +373,12 @@ impl Shared {
         let ports = params.ports.len();
         layout.validate(ports)?;
         let (ins, outs) = (layout.ingress_sides(), layout.egress_sides());
+        if ports + ins > usize::from(u16::MAX) + 1 {
+            return Err(ParamsError(format!(
+                "{ports} ports and {ins} ingress sides: a frame's port number (CPU pseudo-ports \
+                 included) must fit in 16 bits"
+            )));
+        }
         let pools = params.pools.len();
         let pool_counters = || {
             (0..pools)
@@ -315,6 +430,18 @@ impl Shared {
     #[inline]
     pub(crate) fn ring_bytes_out(&self, side: usize, port: usize, queue: usize) -> &Counter {
         &self.ring_bytes_out[side * self.params.ports.len() + port][queue % PRIORITY_COUNT]
+    }
+
+    /// The ingress side that charged a frame received on `in_port` (a port, or an ingress
+    /// side's CPU pseudo-port, `inject::cpu_port_index`).
+    #[inline]
+    pub(crate) fn ingress_side_of(&self, in_port: usize) -> usize {
+        let ports = self.params.ports.len();
+        if in_port < ports {
+            self.layout.ingress_side_of_port[in_port]
+        } else {
+            in_port - ports
+        }
     }
 
     /// Bytes waiting in `(port, queue)` now, over every ingress side's ring.

@@ -118,13 +118,13 @@ proptest! {
                 any |= !lab.tx(port, 64).is_empty();
             }
             lab.advance_ns(100_000);
-            if !any && (0..3).all(|p| (0..8).all(|q| lab.sw.egress().queue_len(PortId(p), q) == 0)) {
+            if !any && (0..3).all(|p| (0..8).all(|q| lab.egress().queue_len(PortId(p), q) == 0)) {
                 break;
             }
         }
         lab.sw.check_invariants();
-        prop_assert!(lab.sw.ingress().buffers().is_empty(), "ingress occupancy left");
-        prop_assert!(lab.sw.ingress().egress_buffers().is_empty(), "egress occupancy left");
+        prop_assert!(lab.ingress().buffers().is_empty(), "ingress occupancy left");
+        prop_assert!(lab.ingress().egress_buffers().is_empty(), "egress occupancy left");
         // Every data frame received was sent or dropped with a reason.
         let tx = tx_total(&lab) - base_tx;
         let dropped: u64 = (0..3u16)

@@ -7,8 +7,9 @@ use common::{ipv4_frame, HOST_A, HOST_B, HOST_C};
 use headroom_core::fdb_sync::{refresh_period_ns, FDB_SYNC_DRAIN_PER_RING, FDB_SYNC_RING_ENTRIES};
 use headroom_core::frame::HeapFrame;
 use headroom_core::params::presets;
-use headroom_core::shared::Layout;
-use headroom_core::switch::{build, Parts};
+use headroom_core::shared::{Layout, LcorePorts};
+use headroom_core::step::LcoreStep;
+use headroom_core::switch::build;
 use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_wire::ip::Ecn;
@@ -19,8 +20,9 @@ const SIDE_A: usize = 0;
 const SIDE_B: usize = 1;
 
 /// Ports 0-1 are received by side A, ports 2-3 by side B; one egress side sends on all four.
+/// Lcore 0 runs side A and the egress side, lcore 1 side B.
 struct TwoSides {
-    parts: Parts<HeapFrame>,
+    steps: Vec<LcoreStep<HeapFrame>>,
     now: Instant,
 }
 
@@ -29,12 +31,27 @@ impl TwoSides {
         let mut params = presets::simple(PORTS, 10_000_000_000);
         params.fdb_aging_ns = aging_ns;
         let now = Instant::from_millis(1);
-        let layout = Layout {
-            ingress_side_of_port: vec![SIDE_A, SIDE_A, SIDE_B, SIDE_B],
-            egress_side_of_port: vec![0; PORTS],
-        };
+        let ports = |ps: &[u16]| ps.iter().map(|p| PortId(*p)).collect::<Vec<_>>();
+        let layout = Layout::from_lcores(
+            PORTS,
+            &[
+                LcorePorts {
+                    rx: ports(&[0, 1]),
+                    tx: ports(&[0, 1, 2, 3]),
+                },
+                LcorePorts {
+                    rx: ports(&[2, 3]),
+                    tx: Vec::new(),
+                },
+            ],
+        )
+        .expect("a valid layout");
+        assert_eq!(
+            layout.ingress_side_of_port,
+            [SIDE_A, SIDE_A, SIDE_B, SIDE_B]
+        );
         Self {
-            parts: build(params, layout, now).expect("a valid switch"),
+            steps: build(params, layout, now).expect("a valid switch"),
             now,
         }
     }
@@ -55,13 +72,13 @@ impl TwoSides {
     fn send(&mut self, port: u16, src: [u8; 6], dst: [u8; 6]) {
         let mut burst = vec![ipv4_frame(src, dst, 0, Ecn::NotEct, 64)];
         let side = Self::side_of(port);
-        self.parts.ingress[side].handle_rx_burst(self.now, PortId(port), &mut burst);
+        self.steps[side].handle_rx_burst(self.now, PortId(port), &mut burst);
     }
 
     /// Both ingress sides' timeouts (each drains its incoming learn ring).
     fn tick(&mut self) {
-        for side in &mut self.parts.ingress {
-            side.handle_timeout(self.now);
+        for step in &mut self.steps {
+            step.handle_timeout(self.now);
         }
     }
 
@@ -72,8 +89,7 @@ impl TwoSides {
         for _ in 0..16 {
             for (p, n) in sent.iter_mut().enumerate() {
                 let port = PortId(u16::try_from(p).unwrap());
-                *n +=
-                    self.parts.egress[0].poll_tx_burst(self.now, port, &mut out, 64, &mut |_| None);
+                *n += self.steps[0].poll_tx_burst(self.now, port, &mut out, 64, &mut |_| None);
                 out.clear();
             }
             self.advance_ns(10_000);
@@ -89,18 +105,22 @@ impl TwoSides {
         for i in first..first + count {
             burst.push(ipv4_frame(station(i), HOST_C, 0, Ecn::NotEct, 64));
             if burst.len() == 32 || i + 1 == first + count {
-                self.parts.ingress[side].handle_rx_burst(self.now, PortId(port), &mut burst);
+                self.steps[side].handle_rx_burst(self.now, PortId(port), &mut burst);
                 self.transmitted();
             }
         }
     }
 
     fn lookup(&self, side: usize, mac: [u8; 6]) -> Option<PortId> {
-        self.parts.ingress[side].fdb().lookup(VID, mac, self.now)
+        self.steps[side]
+            .ingress()
+            .expect("an ingress side")
+            .fdb()
+            .lookup(VID, mac, self.now)
     }
 
     fn overflow(&self, side: usize) -> u64 {
-        self.parts.shared.ingress_counters[side]
+        self.steps[0].shared().ingress_counters[side]
             .fdb_sync_overflow
             .get()
     }
@@ -166,8 +186,8 @@ fn newest_learn_wins_whatever_order_the_updates_arrive_in() {
     // Lcores read their clocks independently: B hears the station on port 2 at t2; A read t1
     // before that but runs its burst (port 0) only afterwards. A's burst applies B's newer
     // update first and keeps it; B then receives A's older update and keeps its own learn.
-    sw.parts.ingress[SIDE_B].handle_rx_burst(t2, PortId(2), &mut frame());
-    sw.parts.ingress[SIDE_A].handle_rx_burst(t1, PortId(0), &mut frame());
+    sw.steps[SIDE_B].handle_rx_burst(t2, PortId(2), &mut frame());
+    sw.steps[SIDE_A].handle_rx_burst(t1, PortId(0), &mut frame());
     sw.now = t2.saturating_add_nanos(1_000);
     sw.tick();
     assert_eq!(
@@ -260,11 +280,11 @@ fn full_learn_ring_is_counted_and_repaired_by_the_next_learn() {
     for i in 0..stations {
         burst.push(ipv4_frame(station(i), HOST_C, 0, Ecn::NotEct, 64));
         if burst.len() == 32 {
-            sw.parts.ingress[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
+            sw.steps[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
             sw.transmitted();
         }
     }
-    sw.parts.ingress[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
+    sw.steps[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
     sw.transmitted();
     let learned_by_a = (0..stations)
         .filter(|i| sw.lookup(SIDE_A, station(*i)).is_some())
@@ -275,7 +295,7 @@ fn full_learn_ring_is_counted_and_repaired_by_the_next_learn() {
     );
     assert_eq!(sw.overflow(SIDE_A), u64::from(extra));
     // B drains in bounded steps.
-    sw.parts.ingress[SIDE_B].handle_timeout(sw.now);
+    sw.steps[SIDE_B].handle_timeout(sw.now);
     let known_by_b = |sw: &TwoSides| {
         (0..stations)
             .filter(|i| sw.lookup(SIDE_B, station(*i)).is_some())
@@ -292,11 +312,11 @@ fn full_learn_ring_is_counted_and_repaired_by_the_next_learn() {
     for i in 0..stations {
         burst.push(ipv4_frame(station(i), HOST_C, 0, Ecn::NotEct, 64));
         if burst.len() == 32 {
-            sw.parts.ingress[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
+            sw.steps[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
             sw.transmitted();
         }
     }
-    sw.parts.ingress[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
+    sw.steps[SIDE_A].handle_rx_burst(sw.now, PortId(0), &mut burst);
     sw.tick();
     assert_eq!(known_by_b(&sw), stations as usize, "converged");
     assert_eq!(sw.overflow(SIDE_A), u64::from(extra), "nothing more lost");
@@ -312,7 +332,7 @@ fn flushes_reach_every_side_and_keep_newer_learns() {
     assert_eq!(sw.lookup(SIDE_A, HOST_B), Some(PortId(2)));
     // Port 0 goes down: flushed on A (its side), and on B through the ring.
     sw.advance_ns(1_000);
-    sw.parts.ingress[SIDE_A].flush_fdb_port(PortId(0), sw.now);
+    sw.steps[SIDE_A].flush_fdb(Some(PortId(0)), sw.now);
     assert_eq!(sw.lookup(SIDE_A, HOST_A), None);
     sw.tick();
     assert_eq!(sw.lookup(SIDE_B, HOST_A), None);
@@ -329,7 +349,7 @@ fn flushes_reach_every_side_and_keep_newer_learns() {
     // A flush issued on B for port 0 reaches A after A heard the station again: A keeps the
     // newer learn (the flush forgets only what was seen at or before it).
     sw.advance_ns(1_000);
-    sw.parts.ingress[SIDE_B].flush_fdb_port(PortId(0), sw.now);
+    sw.steps[SIDE_B].flush_fdb(Some(PortId(0)), sw.now);
     sw.advance_ns(1_000);
     sw.send(0, HOST_A, HOST_C); // A's burst drains B's flush first, then learns.
     sw.tick();
@@ -338,7 +358,7 @@ fn flushes_reach_every_side_and_keep_newer_learns() {
     // Flush everything from B: both tables empty; the relearn cache does not hide the next
     // frame (sent within a millisecond of the previous one).
     sw.advance_ns(1_000);
-    sw.parts.ingress[SIDE_B].flush_fdb(sw.now);
+    sw.steps[SIDE_B].flush_fdb(None, sw.now);
     sw.tick();
     for side in [SIDE_A, SIDE_B] {
         assert_eq!(sw.lookup(side, HOST_A), None);
@@ -360,12 +380,12 @@ fn a_flush_that_finds_the_ring_full_is_delivered_later() {
     for i in 0..u32::try_from(FDB_SYNC_RING_ENTRIES).unwrap() {
         burst.push(ipv4_frame(station(i), HOST_C, 0, Ecn::NotEct, 64));
         if burst.len() == 32 {
-            sw.parts.ingress[SIDE_A].handle_rx_burst(sw.now, PortId(1), &mut burst);
+            sw.steps[SIDE_A].handle_rx_burst(sw.now, PortId(1), &mut burst);
             sw.transmitted();
         }
     }
     let lost_before = sw.overflow(SIDE_A);
-    sw.parts.ingress[SIDE_A].flush_fdb_port(PortId(0), sw.now);
+    sw.steps[SIDE_A].flush_fdb(Some(PortId(0)), sw.now);
     assert_eq!(
         sw.overflow(SIDE_A),
         lost_before + 1,
@@ -396,7 +416,7 @@ fn a_late_flush_keeps_what_was_learned_after_it() {
         u32::try_from(FDB_SYNC_RING_ENTRIES + FDB_SYNC_DRAIN_PER_RING).unwrap(),
     );
     sw.advance_ns(1_000);
-    sw.parts.ingress[SIDE_B].flush_fdb_port(PortId(0), sw.now);
+    sw.steps[SIDE_B].flush_fdb(Some(PortId(0)), sw.now);
     assert_eq!(sw.lookup(SIDE_B, HOST_A), None);
     // Port 0 is up again and HOST_A speaks after the flush, before A receives it.
     sw.advance_ns(2_000_000);

@@ -1,5 +1,6 @@
 //! The per-packet path allocates nothing in steady state: a counting global allocator watches
-//! receive bursts, forwarding, ECN marking, PFC generation and transmit bursts.
+//! receive bursts, forwarding, ECN marking, PFC generation, transmit bursts, punting (and its
+//! rate limit) and injection (and its rate limit), all through the one step.
 
 mod common;
 
@@ -7,7 +8,7 @@ use common::{ipv4_frame, HOST_A, HOST_B, HOST_C};
 use crossbeam_queue::ArrayQueue;
 use headroom_core::frame::Frame;
 use headroom_core::params::{presets, WredParams};
-use headroom_core::switch::Switch;
+use headroom_core::step::LcoreStep;
 use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_wire::ip::Ecn;
@@ -94,7 +95,7 @@ fn steady_state_forwarding_allocates_nothing() {
     // Port 2 drains at 1 Gb/s while port 0 receives more: PFC XOFF/XON and drops happen too.
     params.ports[2].shaper_rate_bps = 1_000_000_000;
     let mut now = Instant::from_millis(1);
-    let mut sw: Switch<PoolFrame> = Switch::new(params, now).unwrap();
+    let mut sw: LcoreStep<PoolFrame> = LcoreStep::single(params, now).unwrap();
     // Templates built before arming (they use the heap).
     let templates: Vec<Vec<u8>> = [(HOST_A, 3u8, 1000usize), (HOST_B, 0, 64), (HOST_A, 4, 300)]
         .iter()
@@ -108,10 +109,19 @@ fn steady_state_forwarding_allocates_nothing() {
     let learn = ipv4_frame(HOST_C, HOST_A, 0, Ecn::NotEct, 64)
         .data()
         .to_vec();
+    // LLDP from port 1's neighbour (punted; over its rate after the first 100) and a frame the
+    // control plane sends out of port 1 (injected; over the inject rate after its burst).
+    let mut lldp = ipv4_frame(HOST_B, [0x01, 0x80, 0xC2, 0, 0, 0x0E], 0, Ecn::NotEct, 64)
+        .data()
+        .to_vec();
+    lldp[12..14].copy_from_slice(&0x88CCu16.to_be_bytes());
+    let injected = ipv4_frame([0x02, 0, 0, 0, 0, 2], HOST_B, 46, Ecn::NotEct, 128)
+        .data()
+        .to_vec();
     let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
     let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
     let mut alloc = |len: usize| PoolFrame::take(&pool, &[0u8; 64][..len.min(64)]);
-    let round = |sw: &mut Switch<PoolFrame>,
+    let round = |sw: &mut LcoreStep<PoolFrame>,
                  now: Instant,
                  rx: &mut Vec<PoolFrame>,
                  tx: &mut Vec<PoolFrame>,
@@ -122,11 +132,20 @@ fn steady_state_forwarding_allocates_nothing() {
             rx.push(PoolFrame::take(&pool, &templates[i % templates.len()]).unwrap());
         }
         sw.handle_rx_burst(now, PortId(0), rx);
+        rx.push(PoolFrame::take(&pool, &lldp).unwrap());
+        sw.handle_rx_burst(now, PortId(1), rx);
+        for _ in 0..2 {
+            let _ = sw.inject(now, PortId(1), PoolFrame::take(&pool, &injected).unwrap());
+        }
         sw.handle_timeout(now);
         for port in 0..3 {
             sw.poll_tx_burst(now, PortId(port), tx, 64, &mut |len| alloc(len));
             tx.clear();
         }
+        while let Some(punted) = sw.poll_punt() {
+            drop(punted);
+        }
+        while sw.poll_event().is_some() {}
     };
     // Warm up: FDB learned, every code path visited once.
     for _ in 0..100 {
@@ -139,15 +158,31 @@ fn steady_state_forwarding_allocates_nothing() {
         round(&mut sw, now, &mut rx, &mut tx, &mut alloc);
     }
     let allocated = headroom_testkit::allocations() - before;
+    let egress = sw.egress().unwrap();
     let sent: u64 = (0..8)
-        .map(|q| sw.egress().port_counters(PortId(2)).tx_frames[q].get())
+        .map(|q| egress.port_counters(PortId(2)).tx_frames[q].get())
         .sum();
-    let marked = sw.egress().port_counters(PortId(2)).ecn_marked[3].get();
+    let marked = egress.port_counters(PortId(2)).ecn_marked[3].get();
     assert!(sent > 2_000, "the loop forwarded traffic ({sent} frames)");
     assert!(marked > 0, "the ECN path ran");
     assert!(
-        sw.egress().port_counters(PortId(0)).pfc_frames_tx.get() > 1,
+        egress.port_counters(PortId(0)).pfc_frames_tx.get() > 1,
         "the PFC path ran"
+    );
+    let port1 = sw.ingress().unwrap().port_counters(PortId(1));
+    let lldp_reason = headroom_core::punt::PuntReason::Lldp.index();
+    assert!(
+        port1.punt_frames[lldp_reason].get() > 100,
+        "the punt path ran"
+    );
+    assert!(
+        port1.punt_drops[lldp_reason].get() > 0,
+        "the punt rate limit ran"
+    );
+    assert!(port1.inject_frames.get() > 1_000, "the inject path ran");
+    assert!(
+        port1.inject_drops[headroom_core::counters::DropReason::InjectRateLimit.index()].get() > 0,
+        "the inject rate limit ran"
     );
     assert_eq!(allocated, 0, "allocations on the per-packet path");
 }
@@ -156,7 +191,7 @@ fn steady_state_forwarding_allocates_nothing() {
 /// sides, refreshes, drains and flushes allocate nothing either.
 #[test]
 fn fdb_sync_between_ingress_sides_allocates_nothing() {
-    use headroom_core::shared::Layout;
+    use headroom_core::shared::{Layout, LcorePorts};
     use headroom_core::switch::build;
     const HOST_D: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 0x0d];
     let pool: Arc<ArrayQueue<Buf>> = Arc::new(ArrayQueue::new(4096));
@@ -167,11 +202,22 @@ fn fdb_sync_between_ingress_sides_allocates_nothing() {
     // A refresh period (a quarter of the aging time) of 1 ms: refreshes are published too.
     params.fdb_aging_ns = 4_000_000;
     let mut now = Instant::from_millis(1);
-    let layout = Layout {
-        ingress_side_of_port: vec![0, 0, 1, 1],
-        egress_side_of_port: vec![0; 4],
-    };
-    let mut parts = build::<PoolFrame>(params, layout, now).unwrap();
+    let ports = |ps: &[u16]| ps.iter().map(|p| PortId(*p)).collect::<Vec<_>>();
+    let layout = Layout::from_lcores(
+        4,
+        &[
+            LcorePorts {
+                rx: ports(&[0, 1]),
+                tx: ports(&[0, 1, 2, 3]),
+            },
+            LcorePorts {
+                rx: ports(&[2, 3]),
+                tx: Vec::new(),
+            },
+        ],
+    )
+    .unwrap();
+    let mut steps = build::<PoolFrame>(params, layout, now).unwrap();
     let frame = |src, dst| {
         use headroom_core::frame::Frame as _;
         ipv4_frame(src, dst, 0, Ecn::NotEct, 64).data().to_vec()
@@ -183,47 +229,46 @@ fn fdb_sync_between_ingress_sides_allocates_nothing() {
     let from_d = frame(HOST_D, HOST_B);
     let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
     let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
-    let mut round = |parts: &mut headroom_core::switch::Parts<PoolFrame>, now: Instant, i: u32| {
+    let mut round = |steps: &mut [LcoreStep<PoolFrame>], now: Instant, i: u32| {
         let (side, port) = if i.is_multiple_of(2) { (0, 0) } else { (1, 2) };
         rx.push(PoolFrame::take(&pool, &moving).unwrap());
-        parts.ingress[side].handle_rx_burst(now, PortId(port), &mut rx);
+        steps[side].handle_rx_burst(now, PortId(port), &mut rx);
         for _ in 0..8 {
             rx.push(PoolFrame::take(&pool, &from_b).unwrap());
         }
-        parts.ingress[0].handle_rx_burst(now, PortId(1), &mut rx);
+        steps[0].handle_rx_burst(now, PortId(1), &mut rx);
         for _ in 0..8 {
             rx.push(PoolFrame::take(&pool, &from_d).unwrap());
         }
-        parts.ingress[1].handle_rx_burst(now, PortId(3), &mut rx);
+        steps[1].handle_rx_burst(now, PortId(3), &mut rx);
         if i % 100 == 50 {
-            parts.ingress[0].flush_fdb_port(PortId(3), now);
+            steps[0].flush_fdb(Some(PortId(3)), now);
         }
-        for side in &mut parts.ingress {
-            side.handle_timeout(now);
+        for step in steps.iter_mut() {
+            step.handle_timeout(now);
         }
-        parts.egress[0].handle_timeout(now);
         for port in 0..4 {
-            parts.egress[0].poll_tx_burst(now, PortId(port), &mut tx, 64, &mut |_| None);
+            steps[0].poll_tx_burst(now, PortId(port), &mut tx, 64, &mut |_| None);
             tx.clear();
         }
     };
     for i in 0..100 {
         now = now.saturating_add_nanos(30_000);
-        round(&mut parts, now, i);
+        round(&mut steps, now, i);
     }
     let before = headroom_testkit::allocations();
     for i in 100..2100 {
         now = now.saturating_add_nanos(30_000);
-        round(&mut parts, now, i);
+        round(&mut steps, now, i);
     }
     let allocated = headroom_testkit::allocations() - before;
     assert_eq!(
-        parts.ingress[0].fdb().lookup(1, HOST_D, now),
+        steps[0].ingress().unwrap().fdb().lookup(1, HOST_D, now),
         Some(PortId(3)),
         "side 0 knows what side 1 learned"
     );
     assert_eq!(
-        parts.ingress[1].fdb().lookup(1, HOST_B, now),
+        steps[1].ingress().unwrap().fdb().lookup(1, HOST_B, now),
         Some(PortId(1)),
         "side 1 knows what side 0 learned"
     );

@@ -88,13 +88,13 @@ fn xoff_at_the_predicted_frame_then_headroom_then_drops() {
         c.drops[DropReason::IngressHeadroomExhausted.index()].get(),
         1
     );
-    let pg = lab.sw.ingress().buffers().pg(0, 3);
+    let pg = lab.ingress().buffers().pg(0, 3);
     assert_eq!(
         pg.headroom_used,
         headroom_frames * lab.sw.shared().params.cells(FRAME_LEN as u64)
     );
     assert_eq!(
-        lab.sw.egress().queue_len(PortId(2), 3) as u64,
+        lab.egress().queue_len(PortId(2), 3) as u64,
         xoff_at + headroom_frames
     );
     lab.sw.check_invariants();
@@ -152,7 +152,7 @@ fn xoff_refreshed_while_held_xon_at_hysteresis_and_silence_after() {
         lab.advance_ns(params.ports[0].pfc_refresh_ns);
         assert!(lab.pfc_out(0).is_empty());
     }
-    assert!(lab.sw.ingress().buffers().is_empty());
+    assert!(lab.ingress().buffers().is_empty());
     assert_eq!(lab.tx_counters(0).pfc_tx[3].get(), 1 + 5 + 1);
 }
 
@@ -200,7 +200,6 @@ fn shared_headroom_pool_caps_the_sum_over_pgs() {
         "the SHP holds exactly its size in frames"
     );
     let used = lab
-        .sw
         .ingress()
         .buffers()
         .pool_use(presets::INGRESS_POOL.index())
@@ -321,7 +320,7 @@ fn received_pfc_stops_exactly_the_mapped_queue_for_exactly_the_quanta_time() {
     }
     lab.now = t0 + std::time::Duration::from_nanos(pause_ns - 1);
     assert!(lab.tx(2, 64).iter().all(|f| dscp_of(f) == LOSSY_DSCP));
-    assert_eq!(lab.sw.egress().queue_len(PortId(2), 3), 20);
+    assert_eq!(lab.egress().queue_len(PortId(2), 3), 20);
     lab.now = t0 + std::time::Duration::from_nanos(pause_ns);
     let mut lossless = 0;
     for _ in 0..100 {
@@ -419,9 +418,7 @@ fn dwrr_shares_a_congested_port_by_weight() {
     lab.sw.shared().set_tx_enable(PortId(2), true);
     let (mut lossless, mut lossy) = (0u64, 0u64);
     // Serve while both stay backlogged.
-    while lab.sw.egress().queue_len(PortId(2), 3) > 100
-        && lab.sw.egress().queue_len(PortId(2), 1) > 100
-    {
+    while lab.egress().queue_len(PortId(2), 3) > 100 && lab.egress().queue_len(PortId(2), 1) > 100 {
         for f in lab.tx(2, 32) {
             if dscp_of(&f) == LOSSLESS_DSCP {
                 lossless += f.data().len() as u64;
@@ -522,7 +519,7 @@ fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool
         );
     }
     assert!(lab.pfc_out(0).is_empty(), "port 0 is below its limit");
-    let s0 = lab.sw.ingress().buffers().pg(0, 3).shared_used;
+    let s0 = lab.ingress().buffers().pg(0, 3).shared_used;
     // Port 1 fills the pool; port 0 receives nothing more, yet must pause as soon as its limit
     // (α × free = F − s0 − s1) falls to its use: s0 ≥ F − s0 − s1.
     let mut n = 0;
@@ -533,7 +530,7 @@ fn dynamic_thresholds_pause_a_port_whose_limit_shrinks_as_another_fills_the_pool
         );
         n += 1;
         assert!(n < 100_000, "port 0 never paused");
-        let s1 = lab.sw.ingress().buffers().pg(1, 3).shared_used;
+        let s1 = lab.ingress().buffers().pg(1, 3).shared_used;
         let pfc = lab.pfc_out(0);
         let predicted = s0 >= free_total.saturating_sub(s0 + s1);
         if pfc.is_empty() {

@@ -335,7 +335,7 @@ impl Bench {
     }
 
     fn status(&self, port: u16, q: usize) -> Option<QueueStatus> {
-        self.lab.sw.egress().watchdog_status(PortId(port), q)
+        self.lab.egress().watchdog_status(PortId(port), q)
     }
 
     fn watchdog_events(&self) -> Vec<Event> {
@@ -611,15 +611,12 @@ fn drop_action_drops_exactly_the_stormed_queue_then_restores() {
     assert_eq!(l.b.status(PORT_C, Q3), Some(QueueStatus::Operational));
     let held = l.b.sent(l.a_to_c_3).len() as u64;
     assert_eq!(held, 29); // 20, 30, ..., 300 ms
-    assert_eq!(
-        l.b.lab.sw.egress().queue_len(PortId(PORT_C), Q3) as u64,
-        held
-    );
+    assert_eq!(l.b.lab.egress().queue_len(PortId(PORT_C), Q3) as u64, held);
     l.b.run_to(ms(301));
     assert_eq!(l.b.status(PORT_C, Q3), Some(QueueStatus::Stormed));
     assert_eq!(l.b.wd_stats(PORT_C, Q3).stormed.get(), 1);
     // Held frames are dropped at once, not sent.
-    assert_eq!(l.b.lab.sw.egress().queue_len(PortId(PORT_C), Q3), 0);
+    assert_eq!(l.b.lab.egress().queue_len(PortId(PORT_C), Q3), 0);
     assert_eq!(l.b.lab.tx_counters(PORT_C).pfcwd_drops[Q3].get(), held);
     l.b.run_to(ms(1100));
     assert_eq!(l.b.status(PORT_C, Q3), Some(QueueStatus::Stormed));
@@ -779,7 +776,7 @@ fn drop_action_never_transmits_a_held_frame_beyond_the_per_poll_drop_budget() {
     );
     b.run_to(ms(300));
     assert_eq!(b.sent(burst).len(), 300);
-    assert_eq!(b.lab.sw.egress().queue_len(PortId(PORT_C), Q3), 300);
+    assert_eq!(b.lab.egress().queue_len(PortId(PORT_C), Q3), 300);
     assert_eq!(b.lab.rx_counters(PORT_A).pg_drops[3].get(), 0);
     b.run_to(ms(1000));
     assert_eq!(
@@ -792,7 +789,7 @@ fn drop_action_never_transmits_a_held_frame_beyond_the_per_poll_drop_budget() {
         b.delivered(burst).len()
     );
     assert_eq!(b.lab.tx_counters(PORT_C).pfcwd_drops[Q3].get(), 300);
-    assert_eq!(b.lab.sw.egress().queue_len(PortId(PORT_C), Q3), 0);
+    assert_eq!(b.lab.egress().queue_len(PortId(PORT_C), Q3), 0);
 }
 
 #[test]
@@ -842,10 +839,10 @@ fn big_red_switch_drops_every_watched_queue_and_undoing_it_restores_normal_behav
     let b_a0 = b.data((PORT_B, HOST_B), HOST_A, 0, ms(15), 10 * MS, ms(900));
     b.run_to(ms(300));
     let now = b.now();
-    b.lab.sw.egress_mut().set_big_red_switch(true, now);
+    b.lab.sw.set_big_red_switch(true, now);
     b.run_to(ms(600));
     let now = b.now();
-    b.lab.sw.egress_mut().set_big_red_switch(false, now);
+    b.lab.sw.set_big_red_switch(false, now);
     b.run_to(ms(1000));
     let on = |t: &Instant| *t > ms(300) && *t <= ms(600);
     // Lossless traffic towards watched ports is dropped from their queues while it is on.
@@ -896,7 +893,7 @@ fn big_red_switch_from_the_parameters_is_on_from_the_start() {
     assert!(b.delivered(a_c3).is_empty());
     assert_eq!(b.lab.tx_counters(PORT_C).pfcwd_drops[Q3].get(), 20);
     let now = b.now();
-    b.lab.sw.egress_mut().set_big_red_switch(false, now);
+    b.lab.sw.set_big_red_switch(false, now);
     b.run_to(ms(400));
     let after: Vec<Instant> = b
         .sent(a_c3)

@@ -1,11 +1,14 @@
-//! A small virtual-time lab around one `Switch<HeapFrame>`: build frames, feed ports, collect
-//! what each port transmits, decode PFC frames. No sleeping: time is a number we advance.
+//! A small virtual-time lab around one single-lcore `LcoreStep<HeapFrame>`: build frames, feed
+//! ports, collect what each port transmits, decode PFC frames. No sleeping: time is a number we
+//! advance. It drives the step in its documented call order.
 #![allow(dead_code)]
 
 use etherparse::PacketBuilder;
+use headroom_core::egress::Egress;
 use headroom_core::frame::{Frame, HeapFrame};
+use headroom_core::ingress::Ingress;
 use headroom_core::params::SwitchParams;
-use headroom_core::switch::Switch;
+use headroom_core::step::LcoreStep;
 use headroom_core::time::{Duration, Instant};
 use headroom_core::types::PortId;
 use headroom_wire::ip::Ecn;
@@ -64,7 +67,7 @@ pub fn dscp_of(frame: &HeapFrame) -> u8 {
 }
 
 pub struct Lab {
-    pub sw: Switch<HeapFrame>,
+    pub sw: LcoreStep<HeapFrame>,
     pub now: Instant,
 }
 
@@ -72,7 +75,7 @@ impl Lab {
     pub fn new(params: SwitchParams) -> Self {
         let now = Instant::from_millis(1);
         Self {
-            sw: Switch::new(params, now).expect("valid parameters"),
+            sw: LcoreStep::single(params, now).expect("valid parameters"),
             now,
         }
     }
@@ -110,14 +113,24 @@ impl Lab {
         self.advance(Duration::from_nanos(ns));
     }
 
+    /// The ingress side (a single-lcore step has both).
+    pub fn ingress(&self) -> &Ingress<HeapFrame> {
+        self.sw.ingress().expect("a single-lcore step receives")
+    }
+
+    /// The egress side.
+    pub fn egress(&self) -> &Egress<HeapFrame> {
+        self.sw.egress().expect("a single-lcore step transmits")
+    }
+
     /// Ingress-side counters of a port.
     pub fn rx_counters(&self, port: u16) -> &headroom_core::counters::IngressPortCounters {
-        self.sw.ingress().port_counters(PortId(port))
+        self.ingress().port_counters(PortId(port))
     }
 
     /// Egress-side counters of a port.
     pub fn tx_counters(&self, port: u16) -> &headroom_core::counters::EgressPortCounters {
-        self.sw.egress().port_counters(PortId(port))
+        self.egress().port_counters(PortId(port))
     }
 
     /// Teaches the switch where `mac` lives by receiving a frame from it on `port`, then drains
