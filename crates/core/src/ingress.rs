@@ -18,7 +18,7 @@ use crate::fdb_sync::FdbSync;
 use crate::frame::Frame;
 use crate::inject::cpu_port_index;
 use crate::params::ParamsError;
-use crate::punt::{punt_reason, PuntPath, PuntReason, PuntRefused, Punted};
+use crate::punt::{is_reserved_group_address, punt_reason, PuntPath, PuntRefused, Punted};
 use crate::queue::{FrameMeta, PortProducers, Queued};
 use crate::shared::{IngressCounters, Shared};
 use crate::storm_alarm::StormAlarm;
@@ -472,8 +472,10 @@ impl<F: Frame> IngressState<F> {
         if self.buffers.pg(cpu, 0).total() > 0 {
             let totals = released_totals(egress_sides, |e| releases.pg_block(e, cpu));
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[cpu]);
-            if mask != 0 {
-                self.buffers.release_port(cpu, &deltas, mask);
+            // Only PG 0 is used (a plain release: a second call site of `release_port` made the
+            // compiler take it out of line for the ports' pull too, 2.7 Ir/packet).
+            if mask & 1 != 0 {
+                self.buffers.release(cpu, 0, deltas[0]);
             }
         }
         for p in 0..ctx.views.len() {
@@ -601,10 +603,8 @@ impl<F: Frame> IngressState<F> {
         }
         // Frames for the switch itself are never relayed (802.1Q-2018 8.6.3, Table 8-1), in
         // any VLAN. Only a multicast destination can be reserved: unicast pays one bit test.
-        if l2.dst_addr.is_multicast() {
-            if let Some(reason) = punt_reason(&l2) {
-                return self.punt_frame(counters, now, port, reason, frame);
-            }
+        if l2.dst_addr.is_multicast() && is_reserved_group_address(l2.dst_addr.0) {
+            return self.punt_frame(counters, now, port, frame);
         }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
         let vid = match l2.vlan.map(VlanTci::vid) {
@@ -892,14 +892,16 @@ impl<F: Frame> IngressState<F> {
     /// Out of line: data frames never call it.
     #[cold]
     #[inline(never)]
-    fn punt_frame(
-        &mut self,
-        counters: &IngressPortCounters,
-        now: Instant,
-        port: PortId,
-        reason: PuntReason,
-        frame: F,
-    ) {
+    fn punt_frame(&mut self, counters: &IngressPortCounters, now: Instant, port: PortId, frame: F) {
+        // Parsed again here rather than passed down: the per-frame path keeps only the
+        // destination test, and its header stays in registers.
+        let Some(reason) = parse_l2(frame.data()).ok().as_ref().and_then(punt_reason) else {
+            debug_assert!(
+                false,
+                "a frame to a reserved address always has a punt reason"
+            );
+            return drop_frame(counters, DropReason::Runt, frame);
+        };
         match self.punt.punt(now, port, reason, frame) {
             Ok(()) => counters.punt_frames[reason.index()].inc(),
             Err((refused, frame)) => {
