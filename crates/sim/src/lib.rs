@@ -1,15 +1,17 @@
 //! headroom-sim: a deterministic virtual-time harness of several headroom switches, hosts and
 //! ideal links.
 //!
-//! The simulator drives the real dataplane — [`headroom_core::switch::Switch`] over
-//! [`HeapFrame`]s — exactly as the runtime does, with time passed in: no thread, no clock, no
-//! I/O. It reuses `headroom-core` and `headroom-wire` only.
+//! The simulator drives the real dataplane — a single-lcore [`LcoreStep`] over [`HeapFrame`]s
+//! per switch — through the same step and in the same call order as the runtime's lcores, with
+//! time passed in: no thread, no clock, no I/O. It reuses `headroom-core` and `headroom-wire`
+//! only.
 //!
 //! # Model
 //!
-//! * **Switches** are `Switch<HeapFrame>` built from [`SwitchParams`]; forwarding, buffer
-//!   accounting, PFC generation and reception, the watchdog, ECN: all of it is the core's.
-//!   A switch takes no time to process a frame.
+//! * **Switches** are `LcoreStep<HeapFrame>` built from [`SwitchParams`]; forwarding, buffer
+//!   accounting, PFC generation and reception, the watchdog, ECN, punting: all of it is the
+//!   core's. A switch takes no time to process a frame. There is no control plane: frames a
+//!   switch punts are counted ([`Sim::punted_frames`]) and dropped.
 //! * **Links** ([`link`]) are full duplex, lossless, with a bit rate and a fixed propagation
 //!   delay. Each direction carries one frame at a time; a frame arrives whole after its wire
 //!   time (preamble, FCS and inter-frame gap included) plus the propagation delay. A switch
@@ -23,17 +25,19 @@
 //!
 //! The simulation jumps from event to event. The next event is the earliest of: a frame
 //! arriving at the end of a link, a link's transmitter becoming free, a switch's
-//! [`Switch::poll_timeout`], a host becoming able to send (a pause expiring, a rate-limited or
-//! delayed flow becoming ready), and a fallback tick ([`SimConfig::tick_ns`]) so that
-//! time-driven work the core does not announce in `poll_timeout` (storm-rate windows) runs too.
-//! At each event time `t`, in the order documented on [`headroom_core::switch`]:
+//! [`LcoreStep::poll_timeout`] (which names every deadline the core has, the storm-rate windows
+//! included, so there is no fallback tick), and a host becoming able to send (a pause expiring,
+//! a rate-limited or delayed flow becoming ready). With none of these, nothing will ever happen
+//! again: [`Sim::next_event_time`] is [`Instant::MAX`]. At each event time `t`, in the order
+//! documented on [`headroom_core::step`]:
 //!
 //! 1. frames whose last bit arrived by `t` are delivered: to switches with
-//!    [`Switch::handle_rx_burst`] (one burst per port), to hosts;
-//! 2. [`Switch::handle_timeout`] on every switch;
+//!    [`LcoreStep::handle_rx_burst`] (one burst per port), to hosts;
+//! 2. [`LcoreStep::handle_timeout`] on every switch;
 //! 3. every free transmitter sends at most one frame: a switch port what
-//!    [`Switch::poll_tx_burst`] returns (PFC first), a host its next eligible frame;
-//! 4. [`Switch::poll_event`] until empty, into [`Sim::events`].
+//!    [`LcoreStep::poll_tx_burst`] returns (PFC first), a host its next eligible frame;
+//! 4. [`LcoreStep::poll_punt`] until empty (counted, dropped);
+//! 5. [`LcoreStep::poll_event`] until empty, into [`Sim::events`].
 //!
 //! Everything is iterated in index order, so a run is a pure function of its inputs. Nothing
 //! random is needed; parameters carry the core's WRED seed.
@@ -83,7 +87,7 @@ use flow::Flow;
 use headroom_core::events::Event;
 use headroom_core::frame::HeapFrame;
 use headroom_core::params::{ParamsError, SwitchParams};
-use headroom_core::switch::Switch;
+use headroom_core::step::LcoreStep;
 use headroom_core::time::{Duration, Instant};
 use headroom_core::types::PortId;
 use std::collections::VecDeque;
@@ -101,12 +105,9 @@ pub enum Endpoint {
     Host(HostId),
 }
 
-/// Limits and pacing of a simulation.
+/// Limits of a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimConfig {
-    /// Longest jump between two steps, ns (> 0): switches see `handle_timeout` at least this
-    /// often.
-    pub tick_ns: u64,
     /// Most steps (event times processed) over the simulator's life.
     pub max_steps: u64,
     /// Most switch events kept in [`Sim::events`].
@@ -116,7 +117,6 @@ pub struct SimConfig {
 impl Default for SimConfig {
     fn default() -> Self {
         Self {
-            tick_ns: 1_000_000,
             max_steps: 200_000_000,
             max_events: 1 << 20,
         }
@@ -166,6 +166,11 @@ pub enum SimError {
     Switch(ParamsError),
     /// The host's injection queue is full.
     InjectQueueFull(HostId),
+    /// [`Sim::step`] found nothing that will ever happen.
+    Idle {
+        /// Virtual time.
+        at: Instant,
+    },
     /// The step budget ran out: the run is longer than planned, or something livelocks.
     StepLimit {
         /// Virtual time reached.
@@ -197,6 +202,7 @@ impl core::fmt::Display for SimError {
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Self::Switch(e) => write!(f, "switch parameters refused: {e}"),
             Self::InjectQueueFull(h) => write!(f, "{h:?}: injection queue full"),
+            Self::Idle { at } => write!(f, "nothing will happen after {at:?}"),
             Self::StepLimit { at, steps } => write!(
                 f,
                 "step limit reached: {steps} steps at {at:?} (run longer than planned, or a livelock)"
@@ -209,7 +215,9 @@ impl std::error::Error for SimError {}
 
 #[derive(Debug)]
 struct SwitchNode {
-    sw: Switch<HeapFrame>,
+    sw: LcoreStep<HeapFrame>,
+    /// Frames the switch punted (there is no control plane to take them).
+    punted: u64,
     /// Per port: the link and the side of it this port transmits on.
     ports: Vec<Option<(LinkId, usize)>>,
     /// Per port: frames received at the current step.
@@ -265,12 +273,10 @@ impl Sim {
     /// An empty simulation with `config`.
     ///
     /// # Errors
-    /// [`SimError::InvalidConfig`] for a zero tick or a zero step budget.
+    /// [`SimError::InvalidConfig`] for a zero step budget.
     pub fn with_config(config: SimConfig) -> Result<Self, SimError> {
-        if config.tick_ns == 0 || config.max_steps == 0 {
-            return Err(SimError::InvalidConfig(
-                "tick_ns and max_steps must be > 0".into(),
-            ));
+        if config.max_steps == 0 {
+            return Err(SimError::InvalidConfig("max_steps must be > 0".into()));
         }
         Ok(Self {
             config,
@@ -284,9 +290,10 @@ impl Sim {
     /// [`SimError::Switch`] when the core refuses the parameters.
     pub fn add_switch(&mut self, params: SwitchParams) -> Result<SwitchId, SimError> {
         let ports = params.ports.len();
-        let sw = Switch::new(params, self.now).map_err(SimError::Switch)?;
+        let sw = LcoreStep::single(params, self.now).map_err(SimError::Switch)?;
         self.switches.push(SwitchNode {
             sw,
+            punted: 0,
             ports: vec![None; ports],
             rx: (0..ports).map(|_| Vec::new()).collect(),
             pending: (0..ports).map(|_| VecDeque::new()).collect(),
@@ -437,14 +444,14 @@ impl Sim {
 
     /// When the next step will happen: now if something changed from outside since the last
     /// step ([`Sim::inject`], [`Sim::add_flow`], [`Sim::switch_mut`]), else the earliest
-    /// event, at most one tick from now.
+    /// event; [`Instant::MAX`] when nothing will ever happen.
     #[must_use]
     pub fn next_event_time(&self) -> Instant {
         let now = self.now;
         if self.poked {
             return now;
         }
-        let mut next = now.saturating_add_nanos(self.config.tick_ns);
+        let mut next = Instant::MAX;
         let mut consider = |t: Instant| {
             if t > now && t < next {
                 next = t;
@@ -479,7 +486,8 @@ impl Sim {
     /// Processes the next event time and returns it.
     ///
     /// # Errors
-    /// [`SimError::StepLimit`] when the step budget is spent.
+    /// [`SimError::StepLimit`] when the step budget is spent, [`SimError::Idle`] when nothing
+    /// will ever happen.
     pub fn step(&mut self) -> Result<Instant, SimError> {
         if self.steps >= self.config.max_steps {
             return Err(SimError::StepLimit {
@@ -488,6 +496,9 @@ impl Sim {
             });
         }
         let t = self.next_event_time();
+        if t == Instant::MAX {
+            return Err(SimError::Idle { at: self.now });
+        }
         self.step_at(t);
         Ok(t)
     }
@@ -588,7 +599,13 @@ impl Sim {
                 }
             }
         }
-        // 4. Events.
+        // 4. Punted frames: no control plane takes them.
+        for node in &mut self.switches {
+            while node.sw.poll_punt().is_some() {
+                node.punted += 1;
+            }
+        }
+        // 5. Events.
         for (s, node) in self.switches.iter_mut().enumerate() {
             while let Some(event) = node.sw.poll_event() {
                 if self.events.len() < self.config.max_events {
@@ -608,19 +625,29 @@ impl Sim {
     /// # Panics
     /// If `id` was not returned by this simulator.
     #[must_use]
-    pub fn switch(&self, id: SwitchId) -> &Switch<HeapFrame> {
+    pub fn switch(&self, id: SwitchId) -> &LcoreStep<HeapFrame> {
         &self.switches[id.0].sw
     }
 
-    /// A switch, mutable (e.g. the big red switch). The next step processes the current instant
-    /// again, so that a change takes effect at once. (Changes made through the switch's shared
-    /// state from [`Sim::switch`] take effect at the next event, at most one tick later.)
+    /// A switch, mutable (e.g. the big red switch, TX enable, an injected frame). The next step
+    /// processes the current instant again, so that a change takes effect at once. (Changes
+    /// made through the switch's shared state from [`Sim::switch`] take effect at the next
+    /// event, which may be never: use this.)
     ///
     /// # Panics
     /// If `id` was not returned by this simulator.
-    pub fn switch_mut(&mut self, id: SwitchId) -> &mut Switch<HeapFrame> {
+    pub fn switch_mut(&mut self, id: SwitchId) -> &mut LcoreStep<HeapFrame> {
         self.poked = true;
         &mut self.switches[id.0].sw
+    }
+
+    /// Frames switch `id` punted to its (absent) control plane so far.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn punted_frames(&self, id: SwitchId) -> u64 {
+        self.switches[id.0].punted
     }
 
     /// A host.

@@ -1,6 +1,7 @@
 //! The simulator's own behaviour: exact timing of links, line rate, PFC between hosts and a
 //! switch (lossless incast loses nothing, lossy incast drops), determinism, refusals.
 
+use headroom_core::frame::HeapFrame;
 use headroom_core::params::presets;
 use headroom_core::time::Instant;
 use headroom_core::types::{PortId, Priority};
@@ -102,7 +103,11 @@ fn lossless_incast_pauses_the_senders_and_loses_nothing() {
         assert_eq!(stats.pfc_rx.iter().sum::<u64>(), stats.pfc_rx[3]);
     }
     for p in 0..3 {
-        let c = sim.switch(sw).ingress().port_counters(PortId(p));
+        let c = sim
+            .switch(sw)
+            .ingress()
+            .expect("both sides")
+            .port_counters(PortId(p));
         assert_eq!(c.pg_drops.iter().map(|d| d.get()).sum::<u64>(), 0);
     }
     sim.switch(sw).check_invariants();
@@ -158,6 +163,7 @@ fn fingerprint() -> Vec<u64> {
     v.push(
         sim.switch(sw)
             .egress()
+            .expect("both sides")
             .port_counters(PortId(0))
             .pfc_frames_tx
             .get(),
@@ -218,9 +224,54 @@ fn the_step_budget_stops_a_run_loudly() {
         ..Default::default()
     })
     .unwrap();
+    let sw = sim.add_switch(presets::simple(2, GBPS)).unwrap();
+    let a = sim.add_host(HostParams::numbered(1));
+    let b = sim.add_host(HostParams::numbered(2));
+    let link = LinkParams::new(GBPS, PROPAGATION_NS);
+    sim.connect(Endpoint::Host(a), Endpoint::Switch(sw, PortId(0)), link)
+        .unwrap();
+    sim.connect(Endpoint::Host(b), Endpoint::Switch(sw, PortId(1)), link)
+        .unwrap();
+    // A flow without end: far more than 50 events before 100 ms.
+    sim.add_flow(FlowSpec::new(a, b, 0, Priority::from_low_bits(0)))
+        .unwrap();
     let err = sim.run_until(Instant::from_millis(100)).unwrap_err();
     assert!(
         matches!(err, SimError::StepLimit { steps: 50, .. }),
         "{err}"
     );
+}
+
+#[test]
+fn an_idle_simulation_takes_no_step() {
+    // The core names every deadline it has (`poll_timeout`), so nothing ticks: a switch with
+    // nothing to do costs no step, however long the run.
+    let (mut sim, _, _) = star(2);
+    let steps = sim.steps();
+    sim.run_until(Instant::from_millis(10_000)).unwrap();
+    assert_eq!(sim.steps(), steps, "no event, no step");
+    assert_eq!(sim.next_event_time(), Instant::MAX);
+    assert!(matches!(sim.step(), Err(SimError::Idle { .. })));
+}
+
+#[test]
+fn lldp_is_punted_not_relayed() {
+    // IEEE 802.1Q Table 8-1: a bridge never relays 01-80-C2-00-00-0E (LLDP's address).
+    let (mut sim, sw, h) = star(3);
+    let before: Vec<_> = h.iter().map(|&x| sim.host(x).stats().other_rx).collect();
+    let mut lldp = vec![0u8; 60];
+    lldp[..6].copy_from_slice(&[0x01, 0x80, 0xC2, 0, 0, 0x0E]);
+    lldp[6..12].copy_from_slice(&HostParams::numbered(1).mac);
+    lldp[12..14].copy_from_slice(&0x88CCu16.to_be_bytes());
+    sim.inject(h[0], HeapFrame::new(&lldp)).unwrap();
+    sim.run_for(headroom_core::time::Duration::from_millis(1))
+        .unwrap();
+    assert_eq!(sim.punted_frames(sw), 1);
+    for (i, &x) in h.iter().enumerate().skip(1) {
+        assert_eq!(
+            sim.host(x).stats().other_rx,
+            before[i],
+            "host {i} must not see the LLDP frame"
+        );
+    }
 }

@@ -61,7 +61,7 @@
 
 use headroom_core::frame::HeapFrame;
 use headroom_core::params::{presets, PortWatchdogParams, VlanMode, WatchdogAction};
-use headroom_core::switch::Switch;
+use headroom_core::step::LcoreStep;
 use headroom_core::time::Instant;
 use headroom_core::types::{PortId, Priority, PrioritySet, PRIORITY_COUNT};
 use headroom_core::watchdog::QueueStatus;
@@ -194,12 +194,16 @@ impl Ring {
             restorations: Vec::new(),
         };
         for j in 0..3 {
-            ring.watch[j].status = ring.switch(j).egress().watchdog_status(NEXT_PORT, Q3);
+            ring.watch[j].status = ring
+                .switch(j)
+                .egress()
+                .expect("both sides")
+                .watchdog_status(NEXT_PORT, Q3);
         }
         ring
     }
 
-    fn switch(&self, j: usize) -> &Switch<HeapFrame> {
+    fn switch(&self, j: usize) -> &LcoreStep<HeapFrame> {
         self.sim.switch(self.sw[j])
     }
 
@@ -242,7 +246,7 @@ impl Ring {
     fn observe(&mut self, j: usize) {
         let now = self.sim.now();
         let s = self.sim.switch(self.sw[j]);
-        let egress = s.egress();
+        let egress = s.egress().expect("both sides");
         let status = egress.watchdog_status(NEXT_PORT, Q3);
         let view = s.shared().pfc.view(NEXT_PORT.index(), P3);
         let w = &mut self.watch[j];
@@ -307,8 +311,8 @@ impl Ring {
         let s = self.switch(j);
         (0..3u16)
             .map(|p| {
-                let i = s.ingress().port_counters(PortId(p));
-                let e = s.egress().port_counters(PortId(p));
+                let i = s.ingress().expect("both sides").port_counters(PortId(p));
+                let e = s.egress().expect("both sides").port_counters(PortId(p));
                 i.drops
                     .iter()
                     .chain(e.drops.iter())
@@ -322,7 +326,7 @@ impl Ring {
         let s = self.switch(j);
         (0..3u16)
             .flat_map(|p| (0..PRIORITY_COUNT).map(move |q| (p, q)))
-            .map(|(p, q)| s.egress().queue_len(PortId(p), q) as u64)
+            .map(|(p, q)| s.egress().expect("both sides").queue_len(PortId(p), q) as u64)
             .sum()
     }
 
@@ -422,12 +426,16 @@ fn without_the_watchdog_the_ring_deadlocks_for_good() {
                 "S{j} sent data"
             );
             assert!(
-                s.egress().queue_len(NEXT_PORT, Q3) > 0,
+                s.egress().expect("both sides").queue_len(NEXT_PORT, Q3) > 0,
                 "S{j} ring queue empty at {now:?}"
             );
             let view = s.shared().pfc.view(NEXT_PORT.index(), P3);
             assert!(view.is_paused(now), "S{j} ring queue not paused at {now:?}");
-            let pg = s.ingress().buffers().pg(PREV_PORT.index(), 3);
+            let pg = s
+                .ingress()
+                .expect("both sides")
+                .buffers()
+                .pg(PREV_PORT.index(), 3);
             assert!(pg.xoff, "S{j} ring ingress PG not in XOFF at {now:?}");
             // The host is held too.
             assert!(r.sim.host(r.hosts[j]).is_paused(P3, now), "H{j} not paused");
@@ -477,17 +485,29 @@ fn the_watchdog_breaks_the_deadlock_within_detection_plus_poll() {
         assert_eq!(d.at, detected, "the switches poll in step");
         assert!(d.held > 0);
         assert_eq!(
-            s.egress().port_counters(NEXT_PORT).pfcwd_drops[Q3].get() as usize,
+            s.egress()
+                .expect("both sides")
+                .port_counters(NEXT_PORT)
+                .pfcwd_drops[Q3]
+                .get() as usize,
             d.held,
             "S{j}"
         );
-        assert_eq!(s.egress().queue_len(NEXT_PORT, Q3), 0);
+        assert_eq!(s.egress().expect("both sides").queue_len(NEXT_PORT, Q3), 0);
         assert!(
-            !s.ingress().buffers().pg(PREV_PORT.index(), 3).xoff,
+            !s.ingress()
+                .expect("both sides")
+                .buffers()
+                .pg(PREV_PORT.index(), 3)
+                .xoff,
             "S{j} PG still XOFF"
         );
         assert!(
-            !s.ingress().buffers().pg(HOST_PORT.index(), 3).xoff,
+            !s.ingress()
+                .expect("both sides")
+                .buffers()
+                .pg(HOST_PORT.index(), 3)
+                .xoff,
             "S{j} PG still XOFF"
         );
     }
