@@ -155,6 +155,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             headroom_runtime::log_event(running.shared(), &event);
             control.note_event(&event);
         }
+        running.drain_punts();
         if !running.is_healthy() {
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;

@@ -1,19 +1,23 @@
-//! One lcore: a thread pinned to a CPU that polls its ports in bursts (DPDK l2fwd's loop).
+//! One lcore: a thread pinned to a CPU that polls its ports in bursts (DPDK l2fwd's loop)
+//! around the core's [`LcoreStep`], in the step's documented call order.
 //!
-//! Per iteration, with the clock read once: receive a burst on each RX port and hand it to the
-//! ingress side; let both sides do time-driven work; for each TX port, retry what the device
-//! refused last time, then pull a burst (PFC first) from the egress side and transmit it. When
-//! polling is adaptive and nothing happened for a while, sleep until a port becomes readable or
-//! the core's next deadline, whichever comes first.
+//! Per iteration, with the clock read once: control commands; receive a burst on each RX port
+//! (`handle_rx_burst`); frames the control plane asked to send (`inject`); time-driven work
+//! (`handle_timeout`); for each TX port, retry what the device refused last time, then pull a
+//! burst (PFC first, `poll_tx_burst`) and transmit it; move punted frames to the control
+//! thread's ring (`poll_punt`). Events stay in the core's lock-free logs, which the control
+//! thread drains itself ([`crate::Running::drain_events`]). When polling is adaptive and nothing
+//! happened for a while, sleep until a port becomes readable or the step's next deadline
+//! (`poll_timeout`), whichever comes first.
 
 use crate::clock::MonotonicClock;
 use crate::mirror::{CaptureControl, Mirror};
-use headroom_core::egress::Egress;
 use headroom_core::fdb::FdbEntry;
 use headroom_core::frame::Frame;
-use headroom_core::ingress::Ingress;
+use headroom_core::punt::Punted;
+use headroom_core::step::LcoreStep;
 use headroom_core::time::Instant;
-use headroom_core::types::{PortId, PRIORITY_COUNT};
+use headroom_core::types::PortId;
 use headroom_io::{RxQueue, TxQueue};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -59,6 +63,16 @@ pub struct LcoreStats {
     pub tx_frames: AtomicU64,
     /// Frames the devices refused and that were dropped (after the drain deadline).
     pub tx_dropped: AtomicU64,
+    /// Frames the core punted that the ring towards the control thread had no room for
+    /// (dropped).
+    pub punt_ring_full: AtomicU64,
+    /// Frames punted to the control thread.
+    pub punted: AtomicU64,
+    /// Frames the control plane asked to inject that got no frame buffer (dropped).
+    pub inject_no_buffer: AtomicU64,
+    /// Frames the control plane asked to inject that were handed to the core (which counts what
+    /// it enqueued and what it dropped per port: `inject_frames`, `inject_drops`).
+    pub injected: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -94,6 +108,24 @@ pub(crate) struct ControlChannel {
     pub(crate) replies: rtrb::Producer<LcoreReply>,
 }
 
+/// A frame the control plane asks to send out of `port` (see [`crate::Running::inject`]).
+#[derive(Debug)]
+pub(crate) struct InjectRequest {
+    pub(crate) port: PortId,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// The lcore's ends of the inject rings: requests in, their emptied buffers back (so that
+/// neither thread allocates per frame once the buffers exist).
+#[derive(Debug)]
+pub(crate) struct InjectChannel {
+    pub(crate) requests: rtrb::Consumer<InjectRequest>,
+    pub(crate) buffers: rtrb::Producer<Vec<u8>>,
+}
+
+/// Most inject requests one iteration takes (bounded work per iteration).
+const INJECT_PER_ITERATION: usize = 32;
+
 /// A transmit port of an lcore with the frames the device has not taken yet.
 #[derive(Debug)]
 pub(crate) struct TxPort<F, T> {
@@ -107,8 +139,11 @@ pub(crate) struct TxPort<F, T> {
 pub(crate) struct Lcore<F: Frame, R, T> {
     pub(crate) name: String,
     pub(crate) cpu: Option<usize>,
-    pub(crate) ingress: Option<Ingress<F>>,
-    pub(crate) egress: Option<Egress<F>>,
+    pub(crate) step: LcoreStep<F>,
+    /// Towards the control thread: frames the core punted (`Some` when the step receives).
+    pub(crate) punts: Option<rtrb::Producer<Punted<F>>>,
+    /// From the control thread: frames to inject (on one lcore only).
+    pub(crate) injects: Option<InjectChannel>,
     pub(crate) rx: Vec<(PortId, R)>,
     pub(crate) tx: Vec<TxPort<F, T>>,
     pub(crate) polling: Polling,
@@ -164,25 +199,13 @@ where
     fn handle_commands(&mut self, now: Instant) {
         while let Ok(command) = self.control.commands.pop() {
             let reply = match command {
-                LcoreCommand::DumpFdb => LcoreReply::Fdb(
-                    self.ingress
-                        .as_ref()
-                        .map(|i| i.fdb().entries(now).collect())
-                        .unwrap_or_default(),
-                ),
+                LcoreCommand::DumpFdb => LcoreReply::Fdb(self.step.fdb_entries(now).collect()),
                 LcoreCommand::SetBigRedSwitch(on) => {
-                    if let Some(e) = self.egress.as_mut() {
-                        e.set_big_red_switch(on, now);
-                    }
+                    self.step.set_big_red_switch(on, now);
                     LcoreReply::Done
                 }
                 LcoreCommand::FlushFdb(port) => {
-                    if let Some(i) = self.ingress.as_mut() {
-                        match port {
-                            Some(port) => i.flush_fdb_port(port, now),
-                            None => i.flush_fdb(now),
-                        }
-                    }
+                    self.step.flush_fdb(port, now);
                     LcoreReply::Done
                 }
             };
@@ -191,74 +214,128 @@ where
         }
     }
 
-    /// One loop iteration; returns how many frames moved.
+    /// One loop iteration in the step's call order; returns how many frames moved.
     fn iterate(&mut self, now: Instant, burst: &mut Vec<F>, receive: bool) -> usize {
         let mut work = 0;
         if receive {
-            if let Some(ingress) = self.ingress.as_mut() {
-                for (port, rx) in &mut self.rx {
-                    let n = rx.rx_burst(burst, self.burst);
-                    if n > 0 {
-                        work += n;
-                        self.mirror.record(
-                            &self.capture,
-                            port.0,
-                            false,
-                            burst.iter().map(Frame::data),
-                        );
-                        bump(&self.stats.rx_frames, n as u64);
-                        ingress.handle_rx_burst(now, *port, burst);
-                    }
-                    // Whatever the ingress side left (nothing, by contract) is dropped here.
-                    burst.clear();
+            // 1. Receive.
+            for (port, rx) in &mut self.rx {
+                let n = rx.rx_burst(burst, self.burst);
+                if n > 0 {
+                    work += n;
+                    self.mirror
+                        .record(&self.capture, port.0, false, burst.iter().map(Frame::data));
+                    bump(&self.stats.rx_frames, n as u64);
+                    self.step.handle_rx_burst(now, *port, burst);
+                }
+                // Whatever the step left (nothing, by contract) is dropped here.
+                burst.clear();
+            }
+            // 2. Inject.
+            work += self.inject(now);
+        }
+        // 3. Time-driven work.
+        self.step.handle_timeout(now);
+        // 4. Transmit.
+        for port in &mut self.tx {
+            if !port.pending.is_empty() {
+                let sent = port.queue.tx_burst(&mut port.pending);
+                port.queue.flush();
+                work += sent;
+                bump(&self.stats.tx_frames, sent as u64);
+                if !port.pending.is_empty() {
+                    // The device is full: leave the frames in the core's queues for now.
+                    continue;
                 }
             }
-        }
-        if let Some(ingress) = self.ingress.as_mut() {
-            ingress.handle_timeout(now);
-        }
-        if let Some(egress) = self.egress.as_mut() {
-            egress.handle_timeout(now);
-            for port in &mut self.tx {
-                if !port.pending.is_empty() {
-                    let sent = port.queue.tx_burst(&mut port.pending);
-                    port.queue.flush();
-                    work += sent;
-                    bump(&self.stats.tx_frames, sent as u64);
-                    if !port.pending.is_empty() {
-                        // The device is full: leave the frames in the core's queues for now.
-                        continue;
-                    }
-                }
-                let queue = &mut port.queue;
-                let n =
-                    egress.poll_tx_burst(now, port.id, &mut port.pending, self.burst, &mut |len| {
+            let queue = &mut port.queue;
+            let n =
+                self.step
+                    .poll_tx_burst(now, port.id, &mut port.pending, self.burst, &mut |len| {
                         queue.alloc_frame(len)
                     });
-                if n > 0 {
-                    self.mirror.record(
-                        &self.capture,
-                        port.id.0,
-                        true,
-                        port.pending.iter().map(Frame::data),
-                    );
-                    let sent = port.queue.tx_burst(&mut port.pending);
-                    port.queue.flush();
-                    work += n;
-                    bump(&self.stats.tx_frames, sent as u64);
+            if n > 0 {
+                self.mirror.record(
+                    &self.capture,
+                    port.id.0,
+                    true,
+                    port.pending.iter().map(Frame::data),
+                );
+                let sent = port.queue.tx_burst(&mut port.pending);
+                port.queue.flush();
+                work += n;
+                bump(&self.stats.tx_frames, sent as u64);
+            }
+        }
+        // 5. Punted frames, towards the control thread. (6. Events: the control thread drains
+        // the core's event logs itself.)
+        if let Some(ring) = self.punts.as_mut() {
+            let mut punted = 0u64;
+            let mut full = 0u64;
+            while let Some(p) = self.step.poll_punt() {
+                match ring.push(p) {
+                    Ok(()) => punted += 1,
+                    Err(rtrb::PushError::Full(dropped)) => {
+                        full += 1;
+                        drop(dropped);
+                    }
                 }
+            }
+            if punted + full > 0 {
+                work += 1;
+                bump(&self.stats.punted, punted);
+                bump(&self.stats.punt_ring_full, full);
             }
         }
         work
     }
 
-    /// Sleeps until a port is readable, the core's next deadline, or `max_sleep`.
+    /// Hands the control plane's frames to the step (bounded per iteration), each copied into
+    /// a frame buffer of this lcore's backend; the emptied byte buffers go back. Returns how
+    /// many requests were taken.
+    fn inject(&mut self, now: Instant) -> usize {
+        let Some(channel) = self.injects.as_mut() else {
+            return 0;
+        };
+        let mut taken = 0;
+        while taken < INJECT_PER_ITERATION {
+            let Ok(InjectRequest { port, mut bytes }) = channel.requests.pop() else {
+                break;
+            };
+            taken += 1;
+            // A buffer from the port's own queue when this lcore transmits on it, else from
+            // any of its queues (all of a backend's ports draw from pools any port can send).
+            let queue = match self.tx.iter().position(|t| t.id == port) {
+                Some(i) => Some(&mut self.tx[i].queue),
+                None => self.tx.first_mut().map(|t| &mut t.queue),
+            };
+            let frame = queue
+                .and_then(|q| q.alloc_frame(bytes.len()))
+                .filter(|f| f.len() == bytes.len())
+                .map(|mut f| {
+                    f.data_mut().copy_from_slice(&bytes);
+                    f
+                });
+            match frame {
+                Some(frame) => {
+                    bump(&self.stats.injected, 1);
+                    // Refusals are counted by the core, per port and reason.
+                    let _ = self.step.inject(now, port, frame);
+                }
+                None => bump(&self.stats.inject_no_buffer, 1),
+            }
+            bytes.clear();
+            // The control thread never has more buffers out than this ring holds.
+            let _ = channel.buffers.push(bytes);
+        }
+        taken
+    }
+
+    /// Sleeps until a port is readable, the step's next deadline, or `max_sleep`.
     fn sleep(&self, now: Instant, max_sleep: Duration, clock: &MonotonicClock) {
         let mut timeout = max_sleep;
-        if let Some(egress) = &self.egress {
-            if let Some(deadline) = egress.poll_timeout(now) {
-                timeout = timeout.min(deadline - now);
-            }
+        if let Some(deadline) = self.step.poll_timeout(now) {
+            timeout = timeout.min(deadline - now);
         }
         if self.tx.iter().any(|p| !p.pending.is_empty()) {
             timeout = timeout.min(Duration::from_micros(20));
@@ -268,11 +345,13 @@ where
         }
         bump(&self.stats.sleeps, 1);
         let fds: Vec<_> = self.rx.iter().filter_map(|(_, rx)| rx.wait_fd()).collect();
-        if fds.len() == self.rx.len() && !fds.is_empty() && self.egress.is_none() {
+        let receive_only = self.step.egress().is_none() && self.injects.is_none();
+        if fds.len() == self.rx.len() && !fds.is_empty() && receive_only {
             // Only receive work: sleep on the sockets.
             wait_readable(&fds, timeout);
         } else if !fds.is_empty() && fds.len() == self.rx.len() {
-            // Frames from other lcores arrive without a wakeup; cap the sleep.
+            // Frames from other lcores (and the control plane) arrive without a wakeup; cap the
+            // sleep.
             wait_readable(&fds, timeout.min(Duration::from_micros(200)));
         } else {
             std::thread::sleep(timeout.min(Duration::from_micros(50)));
@@ -288,18 +367,7 @@ where
         loop {
             let now = clock.now();
             self.iterate(now, burst, false);
-            let queued: usize = match &self.egress {
-                Some(e) => self
-                    .tx
-                    .iter()
-                    .map(|p| {
-                        (0..PRIORITY_COUNT)
-                            .map(|q| e.queue_len(p.id, q))
-                            .sum::<usize>()
-                    })
-                    .sum(),
-                None => 0,
-            };
+            let queued = self.step.queued_frames();
             let pending: usize = self.tx.iter().map(|p| p.pending.len()).sum();
             if queued + pending == 0 || now >= deadline {
                 if pending > 0 {

@@ -1,14 +1,15 @@
 //! The runtime: runs the sans-IO core on real ports.
 //!
-//! [`start`] opens every port through a [`Backend`], builds the core's ingress and egress sides
-//! for the lcore layout, and spawns one pinned thread per lcore running the poll loop of
-//! [`lcore`]. [`Running`] is the handle the control thread keeps: it reads counters, drains
+//! [`start`] opens every port through a [`Backend`], builds one core step
+//! (`headroom_core::step::LcoreStep`) per lcore of the layout, and spawns one pinned thread per
+//! lcore running the poll loop of [`lcore`]. [`Running`] is the handle the control thread keeps: it reads counters, drains
 //! events into the log, and stops (drain, then join) on request.
 #![forbid(unsafe_code)]
 
 pub mod backend;
 pub mod clock;
 pub mod control;
+pub mod control_frames;
 pub mod dpdk;
 pub mod lcore;
 pub mod mirror;
@@ -17,11 +18,13 @@ pub mod protocol;
 
 use backend::{Backend, BackendError, LinkReader, StatsReader};
 use clock::MonotonicClock;
+use control_frames::{InjectError, Injector, PuntReceiver, PuntRings, PUNT_RING_FRAMES};
 use headroom_core::events::Event;
 use headroom_core::fdb::FdbEntry;
 use headroom_core::params::{ParamsError, SwitchParams};
-use headroom_core::shared::{Layout, Shared};
-use headroom_core::switch::{build, Parts};
+use headroom_core::punt::PuntReason;
+use headroom_core::shared::{Layout, LcorePorts, Shared};
+use headroom_core::switch::build;
 use headroom_core::types::PortId;
 use headroom_io::pool::PoolStats;
 use lcore::{ControlChannel, Lcore, LcoreCommand, LcoreReply, LcoreStats, Polling, TxPort};
@@ -87,50 +90,15 @@ impl RuntimeSpec {
     }
 
     fn layout(&self) -> Result<Layout, RuntimeError> {
-        let ports = self.params.ports.len();
-        let mut ingress = vec![usize::MAX; ports];
-        let mut egress = vec![usize::MAX; ports];
-        let (mut ins, mut outs) = (0, 0);
-        for l in &self.lcores {
-            if !l.rx_ports.is_empty() {
-                for p in &l.rx_ports {
-                    let slot = ingress
-                        .get_mut(p.index())
-                        .ok_or_else(|| RuntimeError::Layout(format!("{p} does not exist")))?;
-                    if *slot != usize::MAX {
-                        return Err(RuntimeError::Layout(format!(
-                            "{p} is received by two lcores"
-                        )));
-                    }
-                    *slot = ins;
-                }
-                ins += 1;
-            }
-            if !l.tx_ports.is_empty() {
-                for p in &l.tx_ports {
-                    let slot = egress
-                        .get_mut(p.index())
-                        .ok_or_else(|| RuntimeError::Layout(format!("{p} does not exist")))?;
-                    if *slot != usize::MAX {
-                        return Err(RuntimeError::Layout(format!(
-                            "{p} is transmitted by two lcores"
-                        )));
-                    }
-                    *slot = outs;
-                }
-                outs += 1;
-            }
-        }
-        if let Some(p) = ingress.iter().chain(&egress).position(|s| *s == usize::MAX) {
-            return Err(RuntimeError::Layout(format!(
-                "port {} has no lcore for one direction",
-                p % ports
-            )));
-        }
-        Ok(Layout {
-            ingress_side_of_port: ingress,
-            egress_side_of_port: egress,
-        })
+        let lcores: Vec<LcorePorts> = self
+            .lcores
+            .iter()
+            .map(|l| LcorePorts {
+                rx: l.rx_ports.clone(),
+                tx: l.tx_ports.clone(),
+            })
+            .collect();
+        Layout::from_lcores(self.params.ports.len(), &lcores).map_err(|e| RuntimeError::Layout(e.0))
     }
 }
 
@@ -173,6 +141,9 @@ pub struct Running {
     commands: Vec<(rtrb::Producer<LcoreCommand>, rtrb::Consumer<LcoreReply>)>,
     mirrors: Vec<MirrorReader>,
     capture: Arc<CaptureControl>,
+    punts: PuntRings,
+    /// `None` when no lcore both receives and transmits.
+    injector: Option<Injector>,
 }
 
 impl fmt::Debug for Running {
@@ -219,26 +190,37 @@ where
         port_links.push(opened.link);
     }
     let clock = MonotonicClock::new();
-    let Parts {
-        shared,
-        ingress,
-        egress,
-    } = build::<B::Frame>(spec.params.clone(), layout, clock.now())
+    let steps = build::<B::Frame>(spec.params.clone(), layout, clock.now())
         .map_err(RuntimeError::Params)?;
-    let mut ingress: Vec<Option<_>> = ingress.into_iter().map(Some).collect();
-    let mut egress: Vec<Option<_>> = egress.into_iter().map(Some).collect();
+    let shared = Arc::clone(steps[0].shared());
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
     let mut lcore_stats = Vec::new();
-    let (mut in_side, mut out_side) = (0, 0);
+    let mut punt_rings: Vec<Box<dyn PuntReceiver>> = Vec::new();
+    // Frames the control plane injects go through the first lcore that both receives (its
+    // ingress side enqueues them) and transmits (its TX queues provide the frame buffers).
+    let inject_lcore = steps
+        .iter()
+        .position(|s| s.ingress().is_some() && s.egress().is_some());
+    let mut injector = None;
     let capture = Arc::new(CaptureControl::new(spec.params.ports.len()));
     for (port, &flags) in spec.capture_flags.iter().enumerate() {
         capture.set(port, flags);
     }
     let mut commands = Vec::new();
     let mut mirrors = Vec::new();
-    for (n, l) in spec.lcores.iter().enumerate() {
+    for (n, (l, step)) in spec.lcores.iter().zip(steps).enumerate() {
         let stats = Arc::new(LcoreStats::default());
+        let punts = step.ingress().is_some().then(|| {
+            let (tx, rx) = rtrb::RingBuffer::new(PUNT_RING_FRAMES);
+            punt_rings.push(Box::new(rx));
+            tx
+        });
+        let injects = (inject_lcore == Some(n)).then(|| {
+            let (control_end, lcore_end) = Injector::pair(spec.params.ports.len());
+            injector = Some(control_end);
+            lcore_end
+        });
         let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(4);
         let (reply_tx, reply_rx) = rtrb::RingBuffer::new(4);
         commands.push((cmd_tx, reply_rx));
@@ -247,18 +229,9 @@ where
         let lcore: Lcore<B::Frame, B::Rx, B::Tx> = Lcore {
             name: format!("lcore{n}"),
             cpu: l.cpu,
-            ingress: if l.rx_ports.is_empty() {
-                None
-            } else {
-                in_side += 1;
-                ingress[in_side - 1].take()
-            },
-            egress: if l.tx_ports.is_empty() {
-                None
-            } else {
-                out_side += 1;
-                egress[out_side - 1].take()
-            },
+            step,
+            punts,
+            injects,
             rx: l
                 .rx_ports
                 .iter()
@@ -315,6 +288,8 @@ where
         commands,
         mirrors,
         capture,
+        punts: PuntRings::new(punt_rings),
+        injector,
     })
 }
 
@@ -439,6 +414,39 @@ impl Running {
         }
     }
 
+    /// Queues `bytes` (an Ethernet frame without FCS) to be sent out of `port` through the
+    /// dataplane's normal egress path: classified by `port`'s maps, rate-limited, accounted on
+    /// the CPU port, scheduled and shaped (`headroom_core::inject`). The core counts what it
+    /// enqueues and drops per port (`inject_frames`, `inject_drops`).
+    ///
+    /// # Errors
+    /// See [`InjectError`].
+    pub fn inject(&mut self, port: PortId, bytes: &[u8]) -> Result<(), InjectError> {
+        self.injector
+            .as_mut()
+            .ok_or(InjectError::NoInjectLcore)?
+            .inject(port, bytes)
+    }
+
+    /// Inject requests refused because the ring towards the lcore was full.
+    #[must_use]
+    pub fn inject_ring_full(&self) -> u64 {
+        self.injector.as_ref().map_or(0, Injector::ring_full)
+    }
+
+    /// Takes the frames the lcores punted to the control plane. No consumer is attached yet:
+    /// they are counted ([`Running::punted_unconsumed`]) and dropped. Returns how many.
+    pub fn drain_punts(&mut self) -> usize {
+        self.punts.drain()
+    }
+
+    /// Punted frames taken by [`Running::drain_punts`] and dropped for want of a consumer, by
+    /// reason (index of [`PuntReason`]).
+    #[must_use]
+    pub fn punted_unconsumed(&self) -> [u64; PuntReason::COUNT] {
+        self.punts.unconsumed()
+    }
+
     /// Whether every lcore thread is still running.
     #[must_use]
     pub fn is_healthy(&self) -> bool {
@@ -447,13 +455,15 @@ impl Running {
 
     /// Stops polling, drains what is queued (bounded by the drain timeout), joins the lcores.
     /// Returns the shared state for final counters.
-    pub fn stop(self) -> Arc<Shared> {
+    pub fn stop(mut self) -> Arc<Shared> {
         self.stop.store(true, Ordering::Relaxed);
         for t in self.threads {
             if t.join().is_err() {
                 tracing::error!("an lcore thread panicked");
             }
         }
+        // What the lcores punted last is counted too (and its buffers go back to the pool).
+        self.punts.drain();
         for log in self
             .shared
             .ingress_events

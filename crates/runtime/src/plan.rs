@@ -159,6 +159,9 @@ pub fn switch_params(config: &cfg::Config) -> SwitchParams {
         fdb_aging_ns: fdb_aging_ns(config.switch.fdb_aging_s),
         // A queue can never hold more frames than the pool has buffers.
         queue_ring_frames: u32::try_from(pool_frames(config).min(32_768)).unwrap_or(32_768),
+        // No configuration keys yet: the core's defaults (SONiC's CoPP rates).
+        punt: headroom_core::params::PuntParams::default(),
+        inject: headroom_core::params::InjectParams::default(),
     }
 }
 
@@ -210,12 +213,12 @@ mod tests {
                 spec.params
                     .validate()
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let parts = headroom_core::switch::build::<headroom_core::frame::HeapFrame>(
+                let steps = headroom_core::switch::build::<headroom_core::frame::HeapFrame>(
                     spec.params.clone(),
                     spec.layout().unwrap(),
                     headroom_core::time::Instant::ZERO,
                 );
-                assert!(parts.is_ok(), "{}: {:?}", path.display(), parts.err());
+                assert!(steps.is_ok(), "{}: {:?}", path.display(), steps.err());
                 n += 1;
             }
         }
