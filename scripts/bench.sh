@@ -7,8 +7,11 @@
 #   core         criterion: ns/packet of the core's full per-packet path and of a baseline that
 #                moves the same frames through the same rings with no QoS work, and the ratio of
 #                the two measured in the same run (crates/core/benches/pipeline.rs).
-#   core-instr   callgrind: instructions per packet of the same two rigs. Exact and independent of
-#                the machine's load (slow: about a minute).
+#                It also runs the port-count rigs: the same per-packet work at 64 B on 2 ports and
+#                on 64 ports x 8 queues, and their ratio (criterion and interleaved).
+#   core-instr   callgrind: instructions per packet of the same rigs (headroom, baseline, and the
+#                2- and 64-port rigs). Exact and independent of the machine's load (slow: a few
+#                minutes).
 #   dpdk         headroom on DPDK next to dpdk-testpmd --forward-mode=io on the same vdevs and
 #                CPUs, in the same run: net_null (the CPU-bound ceiling) and veth pairs through
 #                net_af_packet / net_af_xdp fed by a testpmd txonly generator. Needs root.
@@ -37,9 +40,11 @@ warmup_s=${BENCH_WARMUP_S:-1}
 runs=${BENCH_RUNS:-1}
 rounds=${BENCH_ROUNDS:-2000}
 frames_per_round=128
-# The aim of the core benchmark (issue: ≤ 40 ns/packet at 64 B and ≤ 1.5× the baseline).
+# The aim of the core benchmark (issue: ≤ 40 ns/packet at 64 B and ≤ 1.5× the baseline), and of
+# the port count (2 → 64 ports × 8 queues costs ≤ 1.2× per packet).
 aim_ns=40
 aim_ratio=1.5
+aim_ports_ratio=1.2
 
 say() { printf '\n==> %s\n' "$*"; }
 need() { command -v "$1" >/dev/null || { echo "scripts/bench.sh: $1 is needed ($2)" >&2; exit 1; }; }
@@ -104,6 +109,17 @@ section_core() {
                 "$(field ratio "$line")" "$(field pairs "$line")"
         done
         echo
+        echo "port count (64 B, same per-packet work; aim: 64 ports <= ${aim_ports_ratio}x 2 ports):"
+        local p2 p64
+        p2=$(criterion_ns_per_element "ports/2")
+        p64=$(criterion_ns_per_element "ports/64")
+        printf '%-12s %14s %14s %8s\n' "" "2 ports ns/p" "64 ports ns/p" ratio
+        printf '%-12s %14.1f %14.1f %7.2fx\n' criterion "$p2" "$p64" "$(jq -n "$p64 / $p2")"
+        line=$(HEADROOM_BENCH_PORTS_RATIO="$measurement_s" "$exe" 2>/dev/null | grep '^ports2_ns=')
+        printf '%-12s %14.1f %14.1f %7.2fx   (%s pairs)\n' interleaved \
+            "$(field ports2_ns "$line")" "$(field ports64_ns "$line")" \
+            "$(field ratio "$line")" "$(field pairs "$line")"
+        echo
         printf '%-34s %10s\n' "stage (64 B, one burst of 32)" "ns/frame"
         local part
         for part in parse_l2 fdb_learn_lookup ingress_admit_update_release egress_admit_release \
@@ -119,20 +135,29 @@ section_core_instr() {
     local exe
     exe=$(core_bench_exe)
     echo "toolchain: $(rustc -V); bench profile; $exe"
+    # Instructions per packet of one rig: `$1` as HEADROOM_BENCH_COUNT takes it.
+    ir_per_packet() {
+        local out ir frames
+        out=$(HEADROOM_BENCH_COUNT="$1" valgrind --tool=callgrind \
+            --callgrind-out-file=/dev/null --toggle-collect='pipeline::*Rig::round' "$exe" 2>&1)
+        ir=$(awk '/Collected :/ {print $NF}' <<<"$out")
+        frames=$(sed -n 's/.*frames=\([0-9]*\).*/\1/p' <<<"$out")
+        [ -n "$ir" ] && [ -n "$frames" ] || { echo "scripts/bench.sh: callgrind reported nothing for $1" >&2; exit 1; }
+        jq -n "$ir / $frames"
+    }
     printf '%-8s %14s %14s %8s\n' frame "baseline Ir/p" "headroom Ir/p" ratio
-    local len rig ir base head
+    local len base head
     for len in 64 1024; do
-        for rig in baseline headroom; do
-            ir=$(HEADROOM_BENCH_COUNT="$rig/$len/$rounds" valgrind --tool=callgrind \
-                --callgrind-out-file=/dev/null --toggle-collect='pipeline::*Rig::round' "$exe" 2>&1 |
-                awk '/Collected :/ {print $NF}')
-            [ -n "$ir" ] || { echo "scripts/bench.sh: callgrind reported nothing for $rig/$len" >&2; exit 1; }
-            if [ "$rig" = baseline ]; then base=$ir; else head=$ir; fi
-        done
-        jq -nr --argjson b "$base" --argjson h "$head" --argjson n "$((rounds * frames_per_round))" --arg len "$len B" \
-            '[$len, ($b / $n), ($h / $n), ($h / $b)] | "\(.[0])\t\(.[1])\t\(.[2])\t\(.[3])"' |
-            awk -F'\t' '{printf "%-8s %14.1f %14.1f %7.2fx\n", $1, $2, $3, $4}'
+        base=$(ir_per_packet "baseline/$len/$rounds")
+        head=$(ir_per_packet "headroom/$len/$rounds")
+        printf '%-8s %14.1f %14.1f %7.2fx\n' "$len B" "$base" "$head" "$(jq -n "$head / $base")"
     done
+    # The port-count rigs, over about as many frames as the others.
+    local p2 p64
+    p2=$(ir_per_packet "ports2/64/$((rounds * frames_per_round / 64))")
+    p64=$(ir_per_packet "ports64/64/$((rounds * frames_per_round / 2048 + 1))")
+    printf '%-8s %14s %14s %8s\n' "" "2 ports Ir/p" "64 ports Ir/p" ratio
+    printf '%-8s %14.1f %14.1f %7.2fx\n' "64 B" "$p2" "$p64" "$(jq -n "$p64 / $p2")"
 }
 
 section_route() {

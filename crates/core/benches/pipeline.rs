@@ -12,13 +12,18 @@
 //!   32, pushed into the same number of rtrb rings (one per port × queue, same capacity) chosen
 //!   by a precomputed table, and drained round robin up to 32 per port. No parsing,
 //!   classification, accounting, scheduling or ECN.
+//! * `ports/{2,64}`: the same per-packet work at 64 B on a 2-port switch and on a 64-port switch
+//!   (64 × 8 queues all carrying traffic), to show what the port count costs per packet
+//!   ([`PortsRig`]).
 //! * `parts/*`: single stages of the path, to explain where the time goes.
 //!
 //! One iteration of `per_packet` is one round of 4 × 32 = 128 frames; criterion reports it per
 //! element (`Throughput::Elements`). `scripts/bench.sh` runs this and prints ns/packet and the
 //! ratio headroom / baseline; `docs/perf.md` records results and the profile.
 //!
-//! Receiving a frame is modelled as taking a buffer from the pool and writing the frame's first
+//! Frames come from the runtime's own pool (`headroom_io::pool::FramePool`, a dev-dependency;
+//! benches link one copy of the core, the one `headroom-io` uses). Receiving a frame is
+//! modelled as taking a buffer from the pool and writing the frame's first
 //! 64 bytes (every header the core reads, and the ECN bits it rewrites); the payload beyond is
 //! left as it is in the buffer, so the 1024 B case measures the core at that frame length, not a
 //! 1 KiB `memcpy`. Both the headroom and the baseline rounds do exactly the same receive and
@@ -27,12 +32,12 @@
 //! Time is the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall time: the build machine is
 //! shared, and wall time also counts the time the thread waits for a CPU while others build.
 //!
-//! Two more modes, selected by environment variables and run without criterion (see `main`):
+//! Three more modes, selected by environment variables and run without criterion (see `main`):
 //! `HEADROOM_BENCH_COUNT` runs a fixed number of rounds for callgrind's exact instruction counts,
-//! `HEADROOM_BENCH_RATIO` alternates the two rigs and reports their ratio from one process.
+//! `HEADROOM_BENCH_RATIO` alternates the two rigs and reports their ratio from one process,
+//! `HEADROOM_BENCH_PORTS_RATIO` does the same for the two port-count rigs.
 
 use criterion::{black_box, criterion_group, Bencher, BenchmarkId, Criterion, Throughput};
-use crossbeam_queue::ArrayQueue;
 use headroom_core::buffer::{EgressBuffers, IngressBuffers, PoolBoard};
 use headroom_core::counters::DropReason;
 use headroom_core::fdb::Fdb;
@@ -44,11 +49,11 @@ use headroom_core::switch::lossless_queues;
 use headroom_core::time::Instant;
 use headroom_core::types::{PortId, TrafficClass, PRIORITY_COUNT};
 use headroom_core::wred::{decide, WredRng};
+use headroom_io::pool::{FramePool, PoolConfig, PoolFrame};
 use headroom_wire::ethernet::parse_l2;
 use headroom_wire::ipv4::Ipv4Packet;
 use headroom_wire::Ecn;
 use rtrb::{Consumer, Producer, RingBuffer};
-use std::sync::Arc;
 use std::time::Duration;
 
 const PORTS: usize = 4;
@@ -56,9 +61,7 @@ const BURST: usize = 32;
 const FRAMES_PER_ROUND: usize = PORTS * BURST;
 /// Bytes written into a buffer when a frame is "received": every header the core reads.
 const HEADER_BYTES: usize = 64;
-const BUFFER_BYTES: usize = 2048;
-/// Room in front of a frame for an 802.1Q tag (the core never needs it on access ports).
-const BUFFER_HEADROOM: usize = 64;
+/// Buffers of the frame pool of the 4-port rigs (the port-count rigs size theirs by port).
 const POOL_FRAMES: usize = 1024;
 /// Virtual time per round. At 4 × 100 Gb/s a round of 128 × 1024 B frames lasts about 2.7 µs on
 /// the wire; the shaper is set far above that so that it never holds a frame back.
@@ -91,84 +94,25 @@ fn iter_cpu<R>(b: &mut Bencher<'_>, mut routine: impl FnMut() -> R) {
     });
 }
 
-type Buf = Box<[u8; BUFFER_BYTES]>;
-type Pool = Arc<ArrayQueue<Buf>>;
+type Pool = FramePool;
 
-/// A frame from a fixed pool, like the runtime's (`headroom_io::pool`, which core cannot depend
-/// on): taking and dropping one moves a pointer through a lock-free queue, never the allocator.
-#[derive(Debug)]
-struct PoolFrame {
-    buf: Option<Buf>,
-    start: usize,
-    len: usize,
-    pool: Pool,
+/// "Receives" a frame of `len` bytes whose first bytes are `header` (the rest is what the
+/// buffer held), from the runtime's own frame pool (`headroom_io::pool`).
+#[inline]
+fn receive(pool: &Pool, header: &[u8], len: usize) -> Option<PoolFrame> {
+    let mut frame = pool.alloc_unzeroed(len)?;
+    frame.data_mut()[..header.len()].copy_from_slice(header);
+    Some(frame)
 }
 
-impl PoolFrame {
-    /// A frame of `len` bytes whose first bytes are `header` (the rest is what the buffer held).
-    fn receive(pool: &Pool, header: &[u8], len: usize) -> Option<Self> {
-        let mut buf = pool.pop()?;
-        buf[BUFFER_HEADROOM..BUFFER_HEADROOM + header.len()].copy_from_slice(header);
-        Some(Self {
-            buf: Some(buf),
-            start: BUFFER_HEADROOM,
-            len,
-            pool: Arc::clone(pool),
-        })
-    }
+fn new_pool(frames: usize) -> Pool {
+    FramePool::new(PoolConfig::with_frame_count(frames)).expect("a valid pool")
 }
 
-impl Drop for PoolFrame {
-    fn drop(&mut self) {
-        if let Some(b) = self.buf.take() {
-            let _ = self.pool.push(b);
-        }
-    }
-}
-
-impl Frame for PoolFrame {
-    fn data(&self) -> &[u8] {
-        match &self.buf {
-            Some(b) => &b[self.start..self.start + self.len],
-            None => &[],
-        }
-    }
-    fn data_mut(&mut self) -> &mut [u8] {
-        let (s, l) = (self.start, self.len);
-        match &mut self.buf {
-            Some(b) => &mut b[s..s + l],
-            None => &mut [],
-        }
-    }
-    fn push_front(&mut self, n: usize) -> bool {
-        if n > self.start {
-            return false;
-        }
-        self.start -= n;
-        self.len += n;
-        true
-    }
-    fn pull_front(&mut self, n: usize) -> bool {
-        if n > self.len {
-            return false;
-        }
-        self.start += n;
-        self.len -= n;
-        true
-    }
-    fn try_clone(&self) -> Option<Self> {
-        let mut copy = Self::receive(&self.pool, &[], self.len)?;
-        copy.data_mut().copy_from_slice(self.data());
-        Some(copy)
-    }
-}
-
-fn new_pool() -> Pool {
-    let pool = Arc::new(ArrayQueue::new(POOL_FRAMES));
-    for _ in 0..POOL_FRAMES {
-        assert!(pool.push(Box::new([0u8; BUFFER_BYTES])).is_ok());
-    }
-    pool
+/// Whether every buffer of `pool` is back.
+fn pool_is_full(pool: &Pool) -> bool {
+    let stats = pool.stats();
+    stats.available == stats.capacity
 }
 
 /// The MAC address of the one host behind `port`.
@@ -226,7 +170,12 @@ fn templates(len: usize) -> Vec<Vec<Vec<u8>>> {
 /// frames of `len`, so that a fair share of ECT frames there is marked and the whole ECN path
 /// (probability, random draw, CE rewrite with checksum update) runs.
 fn bench_params(len: usize) -> SwitchParams {
-    let mut params = presets::simple(PORTS, 100_000_000_000);
+    bench_params_for(PORTS, len)
+}
+
+/// [`bench_params`] for `ports` ports.
+fn bench_params_for(ports: usize, len: usize) -> SwitchParams {
+    let mut params = presets::simple(ports, 100_000_000_000);
     let lossless = lossless_queues(&params);
     for (p, port) in params.ports.iter_mut().enumerate() {
         for tc in 0..PRIORITY_COUNT {
@@ -253,7 +202,7 @@ fn bench_params(len: usize) -> SwitchParams {
 #[inline]
 fn receive_burst(pool: &Pool, headers: &[Vec<u8>], len: usize, rx: &mut Vec<PoolFrame>) {
     for h in headers {
-        rx.push(PoolFrame::receive(pool, h, len).expect("the pool never runs dry"));
+        rx.push(receive(pool, h, len).expect("the pool never runs dry"));
     }
 }
 
@@ -273,7 +222,7 @@ impl HeadroomRig {
         let now = Instant::from_millis(1);
         let mut rig = Self {
             sw: LcoreStep::single(bench_params(len), now).expect("valid parameters"),
-            pool: new_pool(),
+            pool: new_pool(POOL_FRAMES),
             headers: templates(len),
             len,
             now,
@@ -283,8 +232,7 @@ impl HeadroomRig {
         // Pre-learn every host (the first round floods, since nothing is known yet).
         for p in 0..PORTS {
             let h = header(host_mac(p), [0xff; 6], 0, 64);
-            rig.rx
-                .push(PoolFrame::receive(&rig.pool, &h, 64).expect("room"));
+            rig.rx.push(receive(&rig.pool, &h, 64).expect("room"));
             rig.sw
                 .handle_rx_burst(rig.now, PortId(port_id(p)), &mut rig.rx);
         }
@@ -301,7 +249,7 @@ impl HeadroomRig {
             PortId(port_id(port)),
             &mut self.tx,
             BURST,
-            &mut |len| PoolFrame::receive(pool, &[], len),
+            &mut |len| pool.alloc(len),
         );
         // Transmitted: the buffers go back to the pool.
         self.tx.clear();
@@ -371,7 +319,7 @@ impl HeadroomRig {
             assert_eq!(tx.pfc_frames_tx.get(), 0, "port {p} sends no PFC");
         }
         assert!(marked > 0, "the ECN path marks frames");
-        assert_eq!(self.pool.len(), POOL_FRAMES, "every buffer came back");
+        assert!(pool_is_full(&self.pool), "every buffer came back");
         eprintln!(
             "headroom {} B: {sent} frames sent, {marked} CE-marked ({:.1} %), no drop",
             self.len,
@@ -417,7 +365,7 @@ impl BaselineRig {
                 .map(|p| (0..BURST).map(|j| route(p, j)).collect())
                 .collect(),
             next_queue: vec![0; PORTS],
-            pool: new_pool(),
+            pool: new_pool(POOL_FRAMES),
             headers: templates(len),
             len,
             rx: Vec::with_capacity(BURST),
@@ -465,8 +413,177 @@ impl BaselineRig {
                 "a round sends what it received"
             );
         }
-        assert_eq!(self.pool.len(), POOL_FRAMES, "every buffer came back");
+        assert!(pool_is_full(&self.pool), "every buffer came back");
     }
+}
+
+/// The port-count rigs: the same per-packet work as [`HeadroomRig`] at 64 B (every port
+/// receives a burst of 32 frames per round, each for another port and one of eight classes, and
+/// transmits 32) on 2 ports and on 64 ports × 8 queues, so that what a larger switch costs per
+/// packet shows: its state (counters, accounting, rings, FDB) no longer fits the caches the
+/// 2-port switch's does. Both use rings of [`PORTS_RING_FRAMES`] and pools sized so that every
+/// port keeps the preset's shared space.
+const PORT_COUNTS: [usize; 2] = [2, 64];
+const PORTS_RING_FRAMES: u32 = 256;
+const PORTS_FRAME_LEN: usize = 64;
+
+/// Where frame `j` of a burst received on `port` goes among `ports` ports: over a burst every
+/// egress port receives 32 frames per round, over all eight queues.
+fn route_among(ports: usize, port: usize, j: usize) -> (usize, usize) {
+    ((port + 1 + j % (ports - 1)) % ports, j % PRIORITY_COUNT)
+}
+
+fn ports_params(ports: usize) -> SwitchParams {
+    let mut params = bench_params_for(ports, PORTS_FRAME_LEN);
+    params.queue_ring_frames = PORTS_RING_FRAMES;
+    // The preset's pools with what the ports carve out of them added, so that the shared part
+    // (what admission reads) is the same for any port count.
+    let mut carved = vec![0u64; params.pools.len()];
+    for port in &params.ports {
+        for pg in &port.pgs {
+            carved[pg.pool.index()] += pg.reserved_bytes + pg.xoff_bytes;
+        }
+        for q in &port.queues {
+            carved[q.profile.pool.index()] += q.profile.reserved_bytes;
+        }
+    }
+    for (pool, carved) in params.pools.iter_mut().zip(carved) {
+        pool.size_bytes += carved;
+    }
+    params
+}
+
+struct PortsRig {
+    sw: LcoreStep<PoolFrame>,
+    pool: Pool,
+    ports: usize,
+    headers: Vec<Vec<Vec<u8>>>,
+    now: Instant,
+    rx: Vec<PoolFrame>,
+    tx: Vec<PoolFrame>,
+}
+
+impl PortsRig {
+    fn new(ports: usize) -> Self {
+        let now = Instant::from_millis(1);
+        let headers = (0..ports)
+            .map(|p| {
+                (0..BURST)
+                    .map(|j| {
+                        let (d, tc) = route_among(ports, p, j);
+                        header(host_mac(p), host_mac(d), dscp_of(tc), PORTS_FRAME_LEN)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut rig = Self {
+            sw: LcoreStep::single(ports_params(ports), now).expect("valid parameters"),
+            pool: new_pool(4 * ports * BURST),
+            ports,
+            headers,
+            now,
+            rx: Vec::with_capacity(BURST),
+            tx: Vec::with_capacity(BURST),
+        };
+        // Pre-learn every host, one flood at a time.
+        for p in 0..ports {
+            let h = header(host_mac(p), [0xff; 6], 0, 64);
+            rig.rx.push(receive(&rig.pool, &h, 64).expect("room"));
+            rig.sw
+                .handle_rx_burst(rig.now, PortId(port_id(p)), &mut rig.rx);
+            for q in 0..ports {
+                rig.drain(q);
+            }
+        }
+        rig
+    }
+
+    fn drain(&mut self, port: usize) -> usize {
+        let pool = &self.pool;
+        let n = self.sw.poll_tx_burst(
+            self.now,
+            PortId(port_id(port)),
+            &mut self.tx,
+            BURST,
+            &mut |len| pool.alloc(len),
+        );
+        self.tx.clear();
+        n
+    }
+
+    fn frames_per_round(&self) -> usize {
+        self.ports * BURST
+    }
+
+    /// One loop iteration, as [`HeadroomRig::round`]. Never inlined.
+    #[inline(never)]
+    fn round(&mut self) -> usize {
+        self.now = self.now.saturating_add_nanos(ROUND_NS);
+        for p in 0..self.ports {
+            receive_burst(&self.pool, &self.headers[p], PORTS_FRAME_LEN, &mut self.rx);
+            self.sw
+                .handle_rx_burst(self.now, PortId(port_id(p)), &mut self.rx);
+        }
+        self.sw.handle_timeout(self.now);
+        let mut sent = 0;
+        for p in 0..self.ports {
+            sent += self.drain(p);
+        }
+        while let Some(punted) = self.sw.poll_punt() {
+            drop(black_box(punted));
+        }
+        while let Some(event) = self.sw.poll_event() {
+            black_box(event);
+        }
+        sent
+    }
+
+    /// As [`HeadroomRig::check`]: everything received is sent, nothing dropped, every queue of
+    /// every port carries traffic.
+    fn check(&mut self) {
+        for _ in 0..200 {
+            assert_eq!(
+                self.round(),
+                self.frames_per_round(),
+                "a round sends what it received"
+            );
+        }
+        let egress = self.sw.egress().expect("both sides");
+        let ingress = self.sw.ingress().expect("both sides");
+        for p in 0..self.ports {
+            let tx = egress.port_counters(PortId(port_id(p)));
+            let rx = ingress.port_counters(PortId(port_id(p)));
+            for q in 0..PRIORITY_COUNT {
+                assert!(
+                    tx.tx_frames[q].get() > 0,
+                    "port {p} queue {q} carries traffic"
+                );
+            }
+            for r in DropReason::ALL {
+                assert_eq!(rx.drops[r.index()].get(), 0, "port {p}: {} drops", r.name());
+                assert_eq!(tx.drops[r.index()].get(), 0, "port {p}: {} drops", r.name());
+            }
+        }
+        assert!(pool_is_full(&self.pool), "every buffer came back");
+    }
+}
+
+/// `ports/{2,64}`: ns/packet of the port-count rigs.
+fn ports(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ports");
+    for ports in PORT_COUNTS {
+        group.throughput(Throughput::Elements((ports * BURST) as u64));
+        let mut rig: Option<PortsRig> = None;
+        group.bench_with_input(BenchmarkId::from_parameter(ports), &ports, |b, &ports| {
+            let rig = rig.get_or_insert_with(|| {
+                let mut rig = PortsRig::new(ports);
+                rig.check();
+                rig
+            });
+            iter_cpu(b, || rig.round());
+        });
+    }
+    group.finish();
 }
 
 fn per_packet(c: &mut Criterion) {
@@ -586,11 +703,11 @@ fn parts(c: &mut Criterion) {
         });
     });
 
-    let pool = new_pool();
+    let pool = new_pool(POOL_FRAMES);
     group.bench_function("pool_receive_drop", |b| {
         iter_cpu(b, || {
             for h in &headers[0] {
-                drop(black_box(PoolFrame::receive(&pool, h, len)));
+                drop(black_box(receive(&pool, h, len)));
             }
         });
     });
@@ -598,14 +715,12 @@ fn parts(c: &mut Criterion) {
     // For comparison: the same buffer cycle through a plain per-thread free list (what a
     // per-lcore cache in front of the shared pool would cost), without the shared queue's atomic
     // read-modify-writes and the handle's `Arc` reference count.
-    let mut free: Vec<Buf> = (0..POOL_FRAMES)
-        .map(|_| Box::new([0u8; BUFFER_BYTES]))
-        .collect();
+    let mut free: Vec<Box<[u8; 2048]>> = (0..POOL_FRAMES).map(|_| Box::new([0u8; 2048])).collect();
     group.bench_function("local_free_list_receive_drop", |b| {
         iter_cpu(b, || {
             for h in &headers[0] {
                 let mut buf = free.pop().expect("a buffer");
-                buf[BUFFER_HEADROOM..BUFFER_HEADROOM + h.len()].copy_from_slice(h);
+                buf[128..128 + h.len()].copy_from_slice(h);
                 free.push(black_box(buf));
             }
         });
@@ -635,7 +750,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = per_packet, parts
+    targets = per_packet, ports, parts
 }
 
 /// Instruction-count mode, for `valgrind --tool=callgrind --toggle-collect='pipeline::*Rig::round'`
@@ -648,25 +763,88 @@ const COUNT_ENV: &str = "HEADROOM_BENCH_COUNT";
 fn count_rounds(spec: &str) {
     let parts: Vec<&str> = spec.split('/').collect();
     let [rig, len, rounds] = parts[..] else {
-        panic!("{COUNT_ENV}={spec}: expected <headroom|baseline>/<len>/<rounds>");
+        panic!("{COUNT_ENV}={spec}: expected <headroom|baseline|ports2|ports64>/<len>/<rounds>");
     };
     let len: usize = len.parse().expect("frame length");
     let rounds: u64 = rounds.parse().expect("number of rounds");
-    let mut run: Box<dyn FnMut() -> usize> = match rig {
+    let (per_round, mut run): (usize, Box<dyn FnMut() -> usize>) = match rig {
         "headroom" => {
             let mut rig = HeadroomRig::new(len);
-            Box::new(move || rig.round())
+            (FRAMES_PER_ROUND, Box::new(move || rig.round()))
         }
         "baseline" => {
             let mut rig = BaselineRig::new(len);
-            Box::new(move || rig.round())
+            (FRAMES_PER_ROUND, Box::new(move || rig.round()))
+        }
+        ports if ports.starts_with("ports") => {
+            let n: usize = ports["ports".len()..].parse().expect("ports<N>");
+            assert_eq!(
+                len, PORTS_FRAME_LEN,
+                "the port-count rigs run {PORTS_FRAME_LEN} B"
+            );
+            let mut rig = PortsRig::new(n);
+            (rig.frames_per_round(), Box::new(move || rig.round()))
         }
         other => panic!("{COUNT_ENV}: unknown rig {other}"),
     };
     for _ in 0..rounds {
-        assert_eq!(run(), FRAMES_PER_ROUND);
+        assert_eq!(run(), per_round);
     }
-    println!("{rig} {len} B: {rounds} rounds of {FRAMES_PER_ROUND} frames");
+    // `frames=` is what scripts/bench.sh divides the instructions by.
+    println!(
+        "{rig} {len} B: {rounds} rounds of {per_round} frames frames={}",
+        rounds * per_round as u64
+    );
+}
+
+/// Interleaved port-count mode: `HEADROOM_BENCH_PORTS_RATIO=<seconds>` alternates batches of the
+/// 2-port and the 64-port rig and prints the median ns/packet of each and the median ratio
+/// (64 / 2), as [`interleaved_ratio`] does for headroom / baseline.
+const PORTS_RATIO_ENV: &str = "HEADROOM_BENCH_PORTS_RATIO";
+
+fn interleaved_ports_ratio(spec: &str) {
+    let seconds: f64 = spec
+        .parse()
+        .unwrap_or_else(|_| panic!("{PORTS_RATIO_ENV}={spec}: expected <seconds>"));
+    let mut small = PortsRig::new(PORT_COUNTS[0]);
+    small.check();
+    let mut large = PortsRig::new(PORT_COUNTS[1]);
+    large.check();
+    // Batches of about 2048 frames each.
+    let batch = |rig: &mut PortsRig| {
+        let rounds = (2048 / rig.frames_per_round()).max(1);
+        let start = thread_cpu_time();
+        for _ in 0..rounds {
+            black_box(rig.round());
+        }
+        let elapsed = thread_cpu_time().saturating_sub(start);
+        elapsed.as_secs_f64() * 1e9 / (rounds * rig.frames_per_round()) as f64
+    };
+    let (mut small_ns, mut large_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let deadline = std::time::Instant::now() + Duration::from_secs_f64(seconds);
+    while std::time::Instant::now() < deadline {
+        let (s, l) = if ratios.len() % 2 == 0 {
+            let s = batch(&mut small);
+            (s, batch(&mut large))
+        } else {
+            let l = batch(&mut large);
+            (batch(&mut small), l)
+        };
+        small_ns.push(s);
+        large_ns.push(l);
+        ratios.push(l / s);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "ports2_ns={:.2} ports64_ns={:.2} ratio={:.3} pairs={}",
+        median(&mut small_ns),
+        median(&mut large_ns),
+        median(&mut ratios),
+        ratios.len()
+    );
 }
 
 /// Interleaved mode: `HEADROOM_BENCH_RATIO=<len>/<seconds>` alternates batches of baseline and
@@ -728,6 +906,10 @@ fn main() {
     }
     if let Ok(spec) = std::env::var(RATIO_ENV) {
         interleaved_ratio(&spec);
+        return;
+    }
+    if let Ok(spec) = std::env::var(PORTS_RATIO_ENV) {
+        interleaved_ports_ratio(&spec);
         return;
     }
     benches();
