@@ -13,7 +13,9 @@
 //!    storm-rate windows, watchdog polls);
 //! 4. [`LcoreStep::poll_tx_burst`] for each TX port, and transmit what it appended (PFC first);
 //! 5. [`LcoreStep::poll_punt`] until `None`, handing the frames to the control plane;
-//! 6. [`LcoreStep::poll_event`] until `None`;
+//! 6. [`LcoreStep::poll_event`] until `None` (a driver whose control plane runs on another
+//!    thread may leave this to it: the event logs are bounded lock-free queues
+//!    ([`crate::events::EventLog`]) it can drain itself, as the runtime's control thread does);
 //! 7. if nothing happened, sleep (adaptive polling) at most until [`LcoreStep::poll_timeout`].
 //!
 //! Control operations ([`LcoreStep::fdb_entries`], [`LcoreStep::flush_fdb`],
