@@ -4,8 +4,19 @@
 //! only thread that writes it; the control plane reads with relaxed loads and sums across sides.
 //! Because a counter has one writer, an increment is a plain load + store: no locked
 //! read-modify-write on the per-packet path.
+//!
+//! # Memory ordering (model-checked: `loom_checks::counters`)
+//!
+//! Every access is relaxed. A reader is promised only what coherence gives a single atomic word:
+//! each load returns a value the writer stored, and a thread's successive loads never go back
+//! in the writer's order. So a [`Counter`] read by the control plane is monotonic and never
+//! above the true count (it lags by what the writer has not yet made visible), a [`Gauge`] is
+//! some level the writer set, and a [`Watermark`]'s read-and-clear reports only observed levels
+//! and loses none (each observation is either in what `take` returned or still held). No reader
+//! uses a counter to decide what other memory it may read, with one exception that orders itself
+//! with fences: the release generations of `shared::Releases`.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// A monotonically increasing `u64` written by exactly one thread.
 #[derive(Debug, Default)]

@@ -10,7 +10,7 @@ use crate::buffer::{EgressBuffers, IngressBuffers, PgTransition};
 use crate::counters::{DropReason, IngressPortCounters};
 use crate::events::Event;
 use crate::fdb::Fdb;
-use crate::fdb_sync::{self, FdbSync, FdbUpdate};
+use crate::fdb_sync::{FdbSync, FdbUpdate};
 use crate::frame::Frame;
 use crate::params::{ParamsError, PortParams, QosMaps, Trust, VlanMode};
 use crate::shared::{IngressCounters, Shared};
@@ -509,21 +509,6 @@ fn forget_cached_learns(
     }
 }
 
-/// The sum over egress sides of a block of eight release counters (with one side, the block).
-#[inline]
-fn released_totals<'a>(
-    egress_sides: usize,
-    block: impl Fn(usize) -> &'a [crate::counters::Counter; PRIORITY_COUNT],
-) -> [u64; PRIORITY_COUNT] {
-    let mut totals = block(0).each_ref().map(crate::counters::Counter::get);
-    for e in 1..egress_sides {
-        for (t, c) in totals.iter_mut().zip(block(e)) {
-            *t += c.get();
-        }
-    }
-    totals
-}
-
 /// What each of eight monotonic totals gained since `seen` (which is brought up to date), and a
 /// mask of those that did.
 #[inline]
@@ -591,15 +576,9 @@ fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
 
 impl<F: Frame> IngressState<F> {
     fn sync_releases(&mut self, ctx: &Ctx<'_>) {
-        let releases = &ctx.shared.releases;
-        let mut changed = false;
-        for (e, seen) in self.seen_generation.iter_mut().enumerate() {
-            let g = releases.generation(e).get();
-            if g != *seen {
-                *seen = g;
-                changed = true;
-            }
-        }
+        // The reader's half of the release protocol (`shared::Releases`): acquires what the
+        // egress sides published before the counters are read.
+        let changed = ctx.shared.releases.pull_if_new(&mut self.seen_generation);
         if changed {
             self.pull_releases(ctx);
         }
@@ -618,11 +597,10 @@ impl<F: Frame> IngressState<F> {
     /// re-evaluates all of them.
     fn pull_releases(&mut self, ctx: &Ctx<'_>) {
         let releases = &ctx.shared.releases;
-        let egress_sides = releases.egress_sides();
         let cell = u64::from(self.cell.bytes);
         for &port in &self.owned {
             let p = port.index();
-            let totals = released_totals(egress_sides, |e| releases.pg_block(e, p));
+            let totals = releases.pg_totals(p);
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[p]);
             if mask == 0 {
                 continue;
@@ -641,7 +619,7 @@ impl<F: Frame> IngressState<F> {
             self.pending_eval[p] |= mask & xoff & ctx.views[p].lossless_mask;
         }
         for p in 0..ctx.views.len() {
-            let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
+            let totals = releases.queue_totals(self.side, p);
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_queue_release[p]);
             if mask != 0 {
                 self.egress_buffers.release_port(p, &deltas, mask);
@@ -864,40 +842,19 @@ impl<F: Frame> IngressState<F> {
         let Some(sync) = self.sync.as_deref_mut() else {
             return;
         };
-        if !sync.refresh_due(learned, now) {
-            return;
-        }
-        let update = FdbUpdate::Learned {
-            vid,
-            mac,
-            port,
-            seen: now,
-        };
-        let published = sync.publish_learned(update, &ctx.counters.fdb_sync_overflow);
-        let was_pending = matches!(
-            learned,
-            crate::fdb::Learned::Refreshed {
-                sync_pending: true,
-                ..
-            }
-        );
-        // `learn` cleared the mark: set it again if this publication failed too.
-        if !published || was_pending {
-            self.fdb.set_sync_pending(vid, mac, !published);
-        }
+        let overflow = &ctx.counters.fdb_sync_overflow;
+        sync.publish_learn(&mut self.fdb, learned, vid, mac, port, now, overflow);
     }
 
     /// Applies what the other ingress sides learned and flushed, and retries flushes this side
-    /// still owes them. Bounded: see [`fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
+    /// still owes them. Bounded: see [`crate::fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
     #[inline(never)]
     fn sync_fdb(&mut self, now: Instant) {
         let Some(sync) = self.sync.as_deref_mut() else {
             return;
         };
-        sync.retry_owed_flushes();
-        let (fdb, last_learned) = (&mut self.fdb, &mut self.last_learned);
-        sync.drain(|update| {
-            let moved_from = fdb_sync::apply(fdb, update, now);
+        let last_learned = &mut self.last_learned;
+        sync.receive(&mut self.fdb, now, |update, moved_from| {
             forget_cached_learns(last_learned, update, moved_from);
         });
     }

@@ -28,4 +28,7 @@ pub mod switch;
 pub mod time;
 pub mod types;
 pub mod watchdog;
+pub(crate) mod sync;
+#[cfg(all(test, loom))]
+mod loom_checks;
 pub mod wred;
