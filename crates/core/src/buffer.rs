@@ -25,8 +25,8 @@
 use crate::counters::DropReason;
 use crate::params::{BufferProfile, ParamsError};
 use crate::params::{PoolDirection, SwitchParams, Threshold};
-use crate::types::PRIORITY_COUNT;
 use crate::sync::{AtomicU64, Ordering};
+use crate::types::PRIORITY_COUNT;
 use std::sync::Arc;
 
 /// A shared-buffer limit in cells.

@@ -16,7 +16,7 @@
 //! uses a counter to decide what other memory it may read, with one exception that orders itself
 //! with fences: the release generations of `shared::Releases`.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{load_own, AtomicU64, Ordering};
 
 /// A monotonically increasing `u64` written by exactly one thread.
 #[derive(Debug, Default)]
@@ -26,12 +26,10 @@ impl Counter {
     /// Adds `n`. Only the owning side may call this.
     #[inline]
     pub fn add(&self, n: u64) {
-        // Relaxed: readers want an eventually consistent total, not an ordering with other data.
-        // Load + store is correct because this thread is the only writer.
-        self.0.store(
-            self.0.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
-        );
+        // Relaxed: readers want a monotonic total, not an ordering with other data (module
+        // docs). Load + store is correct because this thread is the only writer.
+        self.0
+            .store(load_own(&self.0).wrapping_add(n), Ordering::Relaxed);
     }
 
     /// Adds 1.

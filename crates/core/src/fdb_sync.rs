@@ -39,9 +39,9 @@
 
 use crate::counters::Counter;
 use crate::fdb::{Fdb, Learned};
+use crate::sync::spsc::{Consumer, Producer, RingBuffer};
 use crate::time::Instant;
 use crate::types::PortId;
-use crate::sync::spsc::{Consumer, Producer, RingBuffer};
 
 /// Updates each (publisher, receiver) ring holds. A burst learns at most 32 new stations per
 /// port; this is many bursts of fresh stations between two drains. Startup with thousands of

@@ -18,6 +18,8 @@ pub mod fdb;
 pub mod fdb_sync;
 pub mod frame;
 pub mod ingress;
+#[cfg(all(test, loom))]
+mod loom_checks;
 pub mod params;
 pub mod pfc;
 pub mod route;
@@ -25,10 +27,8 @@ pub mod sched;
 pub mod shared;
 pub mod stats;
 pub mod switch;
+pub(crate) mod sync;
 pub mod time;
 pub mod types;
 pub mod watchdog;
-pub(crate) mod sync;
-#[cfg(all(test, loom))]
-mod loom_checks;
 pub mod wred;

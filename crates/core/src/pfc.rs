@@ -10,9 +10,9 @@
 //!   wanted set into PFC frames with [`PfcGenerator`] (XOFF on a change, refreshed before the pause
 //!   expires, XON with zero quanta when released).
 
+use crate::sync::{fence, load_own, spin_loop, AtomicU64, AtomicU8, Ordering};
 use crate::time::Instant;
 use crate::types::{Priority, PRIORITY_COUNT};
-use crate::sync::{fence, spin_loop, AtomicU64, AtomicU8, Ordering};
 
 /// Per (port, priority) receive-side pause state, written by the ingress side of the port only.
 ///
@@ -116,16 +116,16 @@ impl PfcBoard {
     fn record(&self, port: usize, index: usize, now: Instant, duration_ns: u64) {
         let slot = &self.slots[port][index];
         let now_ns = now.as_nanos();
-        let until = slot.until.load(Ordering::Relaxed);
-        let mark = slot.mark.load(Ordering::Relaxed);
-        let mut accumulated = slot.accumulated.load(Ordering::Relaxed);
+        // This side is the slot's only writer: it reads its own last values back.
+        let until = load_own(&slot.until);
+        let mark = load_own(&slot.mark);
+        let mut accumulated = load_own(&slot.accumulated);
         // Count the paused time up to now (or up to the expiry, if it already expired).
         accumulated += until.min(now_ns).saturating_sub(mark);
         let still_paused = now_ns < until;
         let new_until = now_ns.saturating_add(duration_ns);
         // Writer side of the sequence lock (see `PauseSlot`): odd while fields are inconsistent.
-        // This side is the only writer, so it reads its own last values back relaxed.
-        let seq = slot.seq.load(Ordering::Relaxed);
+        let seq = load_own(&slot.seq);
         slot.seq.store(seq + 1, Ordering::Relaxed);
         // Release fence: a reader whose field load returns one of the stores below, and that
         // then issues its acquire fence, also sees the odd `seq` above and retries.

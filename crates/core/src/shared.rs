@@ -8,9 +8,9 @@ use crate::counters::{Counter, EgressPortCounters, IngressPortCounters, PoolCoun
 use crate::events::EventLog;
 use crate::params::{ParamsError, SwitchParams};
 use crate::pfc::PfcBoard;
+use crate::sync::{fence, AtomicBool, Ordering};
 use crate::types::{PortId, PRIORITY_COUNT};
 use crate::watchdog::MitigationBoard;
-use crate::sync::{fence, AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Which side runs which port.

@@ -13,6 +13,23 @@ pub(crate) use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Orde
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 
+/// Reads back a word that only the calling thread writes: its own last store.
+///
+/// Normally a relaxed load (coherence returns the thread's own last store, since nobody else
+/// stores to the word). Under loom, a read-modify-write that adds nothing, which returns the
+/// same value and orders nothing more (relaxed), but which loom counts as a write: loom keeps
+/// only the last access of each atomic to decide which interleavings to try, so a load followed
+/// by a store of the same word by one thread hides another thread's earlier load of it, and loom
+/// would never try running that load after the store (it then checks a single interleaving).
+/// With this the writer's access is one loom sees conflict with the reader's load.
+#[inline]
+pub(crate) fn load_own(word: &AtomicU64) -> u64 {
+    #[cfg(not(loom))]
+    return word.load(Ordering::Relaxed);
+    #[cfg(loom)]
+    return word.fetch_add(0, Ordering::Relaxed);
+}
+
 /// Tells the CPU (or, under loom, the model checker) that this thread waits for another one.
 #[inline]
 pub(crate) fn spin_loop() {

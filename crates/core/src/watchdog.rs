@@ -24,8 +24,8 @@
 //! dataplane and restores at the first poll where the storm condition no longer holds.
 
 use crate::params::WatchdogAction;
-use crate::time::Instant;
 use crate::sync::{AtomicU8, Ordering};
+use crate::time::Instant;
 
 /// What the watchdog knows about a queue at a poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
