@@ -62,7 +62,8 @@ pub struct LcoreStats {
 }
 
 fn bump(c: &AtomicU64, n: u64) {
-    // One writer (this lcore): load + store, no locked instruction.
+    // One writer (this lcore): load + store, no locked instruction. Relaxed: the control thread
+    // reads them as monotonic totals, nothing else (as `headroom_core::counters`).
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
@@ -87,13 +88,6 @@ pub enum LcoreReply {
     Done,
 }
 
-/// The lcore's end of the control channel.
-#[derive(Debug)]
-pub(crate) struct ControlChannel {
-    pub(crate) commands: rtrb::Consumer<LcoreCommand>,
-    pub(crate) replies: rtrb::Producer<LcoreReply>,
-}
-
 /// A transmit port of an lcore with the frames the device has not taken yet.
 #[derive(Debug)]
 pub(crate) struct TxPort<F, T> {
@@ -115,7 +109,7 @@ pub(crate) struct Lcore<F: Frame, R, T> {
     pub(crate) burst: usize,
     pub(crate) drain_timeout: Duration,
     pub(crate) stats: Arc<LcoreStats>,
-    pub(crate) control: ControlChannel,
+    pub(crate) control: crate::lcore_channel::LcoreEnd,
     pub(crate) mirror: Mirror,
     pub(crate) capture: Arc<CaptureControl>,
 }
@@ -136,6 +130,8 @@ where
         tracing::debug!(lcore = %self.name, cpu = ?self.cpu, rx = self.rx.len(), tx = self.tx.len(), "lcore started");
         let mut burst: Vec<F> = Vec::with_capacity(self.burst);
         let mut idle: u32 = 0;
+        // Relaxed: the flag is all that is passed; what the lcore hands back when it stops is
+        // ordered by the control thread's `join`.
         while !stop.load(Ordering::Relaxed) {
             let now = clock.now();
             self.handle_commands(now);
@@ -162,33 +158,30 @@ where
     }
 
     fn handle_commands(&mut self, now: Instant) {
-        while let Ok(command) = self.control.commands.pop() {
-            let reply = match command {
-                LcoreCommand::DumpFdb => LcoreReply::Fdb(
-                    self.ingress
-                        .as_ref()
-                        .map(|i| i.fdb().entries(now).collect())
-                        .unwrap_or_default(),
-                ),
-                LcoreCommand::SetBigRedSwitch(on) => {
-                    if let Some(e) = self.egress.as_mut() {
-                        e.set_big_red_switch(on, now);
-                    }
-                    LcoreReply::Done
+        let (ingress, egress) = (&mut self.ingress, &mut self.egress);
+        self.control.serve(|command| match command {
+            LcoreCommand::DumpFdb => LcoreReply::Fdb(
+                ingress
+                    .as_ref()
+                    .map(|i| i.fdb().entries(now).collect())
+                    .unwrap_or_default(),
+            ),
+            LcoreCommand::SetBigRedSwitch(on) => {
+                if let Some(e) = egress.as_mut() {
+                    e.set_big_red_switch(on, now);
                 }
-                LcoreCommand::FlushFdb(port) => {
-                    if let Some(i) = self.ingress.as_mut() {
-                        match port {
-                            Some(port) => i.flush_fdb_port(port, now),
-                            None => i.flush_fdb(now),
-                        }
+                LcoreReply::Done
+            }
+            LcoreCommand::FlushFdb(port) => {
+                if let Some(i) = ingress.as_mut() {
+                    match port {
+                        Some(port) => i.flush_fdb_port(port, now),
+                        None => i.flush_fdb(now),
                     }
-                    LcoreReply::Done
                 }
-            };
-            // The control plane waits for each reply before the next command; the ring has room.
-            let _ = self.control.replies.push(reply);
-        }
+                LcoreReply::Done
+            }
+        });
     }
 
     /// One loop iteration; returns how many frames moved.
