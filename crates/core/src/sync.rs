@@ -74,6 +74,8 @@ pub(crate) mod spsc {
 
         impl RingBuffer {
             /// A ring of `capacity` slots: its producer and its consumer.
+            // The shape of rtrb's `RingBuffer::new`, which the learn rings call.
+            #[allow(clippy::new_ret_no_self)]
             pub(crate) fn new<T>(capacity: usize) -> (Producer<T>, Consumer<T>) {
                 let ring = Arc::new(Ring {
                     capacity,
