@@ -14,6 +14,11 @@
 //! sees only values the writer stored, in the writer's order, and (for counters) never more
 //! than was counted.
 //!
+//! A single writer reads its own words back through `crate::sync::load_own`, which loom counts
+//! as a write: with plain loads there, loom's choice of interleavings (from the last access of
+//! each atomic) missed the reader's loads running after the writer's stores, and the `releases`
+//! check passed with the acquire removed.
+//!
 //! Not checked here: [`crate::counters::Watermark`]'s read-and-clear. Its `take` is a swap
 //! racing the writer's plain store, and loom 0.7.3 can order such a store between the read and
 //! the write of the swap (loom issue 254, unfixed in 0.7.3), which the memory model forbids, so
