@@ -16,7 +16,7 @@ say() { printf '\n==> %s\n' "$*"; }
 # to target/ as the build itself (1.7 GiB measured). The disk is shared: CI once failed with
 # "No space left on device" in the fuzz build, so say how much room there is before starting.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-say "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here; a clean run writes about 2.5 GiB"
+say "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here; a clean run writes about 2.9 GiB"
 
 # --- 1. what the machine needs ------------------------------------------------------------------
 apt_packages=(
@@ -68,6 +68,19 @@ if command -v cargo-nextest >/dev/null; then
 else
     cargo test --workspace --locked --no-fail-fast
 fi
+
+# --- 3a. memory-ordering model checks (loom) -----------------------------------------------------
+# Every cross-thread protocol of the core under loom (crates/core/src/loom_checks.rs, and
+# docs/memory-ordering.md for what each check shows when an ordering is weakened). `--cfg loom`
+# swaps the core's atomics for loom's, so it builds into its own target dir (the normal build
+# above stays valid) with the `loom` profile (optimised, no LTO). Bounded by loom's preemption
+# bound: 3 unless LOOM_MAX_PREEMPTIONS says otherwise (measured: about 10 s of checks at 3, on
+# top of a build of about 4 CPU-minutes).
+say "loom model checks (headroom-core, --cfg loom)"
+RUSTFLAGS="--cfg loom" cargo clippy -p headroom-core --lib --tests --locked --profile loom \
+    --target-dir target/loom -- -D warnings
+RUSTFLAGS="--cfg loom" cargo test -p headroom-core --lib --locked --profile loom \
+    --target-dir target/loom -- loom_checks
 
 # --- 3b. DPDK (cargo feature `dpdk`) --------------------------------------------------------------
 # The crates that have a `dpdk` feature, built against the system DPDK (libdpdk-dev, installed

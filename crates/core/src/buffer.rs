@@ -25,8 +25,8 @@
 use crate::counters::DropReason;
 use crate::params::{BufferProfile, ParamsError};
 use crate::params::{PoolDirection, SwitchParams, Threshold};
+use crate::sync::{AtomicU64, Ordering};
 use crate::types::PRIORITY_COUNT;
-use core::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Cells per frame length: a shift when the cell size is a power of two (it always is in
@@ -199,6 +199,24 @@ pub fn pool_cells(params: &SwitchParams) -> Result<Vec<PoolCells>, ParamsError> 
 ///
 /// Pools span ports; when several ingress sides (RX lcores) own different ports, each needs the
 /// pool's total use to compute dynamic thresholds. Each side writes only its own slots.
+///
+/// # Memory ordering (model-checked: `loom_checks::pool_board`)
+///
+/// Relaxed stores and loads. A slot's words are levels with one writer, and a reader uses them
+/// as numbers only (no other memory is read because of them), so what it relies on is coherence:
+/// each word it reads is a level that side published, and never an older one after a newer one.
+/// The two words of a slot are independent: a reader may see a side's new shared use with its
+/// old headroom use; each bounds only its own limit (shared → the dynamic threshold and `free`,
+/// headroom → the shared headroom pool), so a mixed pair is as good as two reads a moment apart.
+///
+/// A stale level errs one way or the other, and no ordering can fix either: it is a race
+/// between two writers, which only a read-modify-write of a shared total (a locked instruction
+/// per frame, against the one-writer rule) would remove. A side that does not yet see another
+/// side's release sees less free space and admits less (the safe way). A side that does not yet
+/// see another side's admission sees more free space than there is: concurrent admissions on
+/// two sides can together take more than the pool's shared size, by what the other sides
+/// admitted in the interval before their stores became visible to it. A lossless PG then
+/// reaches its XOFF point that many cells late, which its headroom absorbs.
 #[derive(Debug)]
 pub struct PoolBoard {
     pools: usize,
@@ -228,7 +246,7 @@ impl PoolBoard {
     }
 
     /// Side `side`'s seat at the board.
-    fn seat(&self, side: usize) -> Seat {
+    pub(crate) fn seat(&self, side: usize) -> Seat {
         Seat {
             side,
             row: side * self.pools,
@@ -237,9 +255,8 @@ impl PoolBoard {
     }
 
     #[inline]
-    fn publish(&self, seat: Seat, pool: usize, shared: u64, headroom: u64) {
-        // Relaxed: a stale value only makes another side's dynamic threshold slightly off for
-        // one frame; nothing else is ordered by it.
+    pub(crate) fn publish(&self, seat: Seat, pool: usize, shared: u64, headroom: u64) {
+        // Relaxed: levels read as numbers only (see the type's docs).
         let slot = &self.slots[seat.row + pool];
         slot.shared.store(shared, Ordering::Relaxed);
         slot.headroom.store(headroom, Ordering::Relaxed);
@@ -252,7 +269,7 @@ impl PoolBoard {
 
     /// What every side but `seat`'s uses of `pool`.
     #[inline]
-    fn others(&self, seat: Seat, pool: usize) -> (u64, u64) {
+    pub(crate) fn others(&self, seat: Seat, pool: usize) -> (u64, u64) {
         // One side: nobody else uses the pool.
         if seat.alone {
             return (0, 0);
@@ -266,6 +283,7 @@ impl PoolBoard {
         let mut headroom = 0u64;
         for s in (0..self.sides).filter(|&s| s != side) {
             let slot = &self.slots[s * self.pools + pool];
+            // Relaxed: pairs with the relaxed stores of `publish` (see the type's docs).
             shared += slot.shared.load(Ordering::Relaxed);
             headroom += slot.headroom.load(Ordering::Relaxed);
         }
@@ -282,7 +300,7 @@ impl PoolBoard {
 /// Where one side sits at a [`PoolBoard`], worked out once: its row of slots, and whether it
 /// is the only side (then nobody else's use needs reading).
 #[derive(Clone, Copy, Debug)]
-struct Seat {
+pub(crate) struct Seat {
     side: usize,
     /// `side × pools`: the index of the side's slot of pool 0.
     row: usize,

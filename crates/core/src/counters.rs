@@ -4,9 +4,20 @@
 //! only thread that writes it; the control plane reads with relaxed loads and sums across sides.
 //! Because a counter has one writer, an increment is a plain load + store: no locked
 //! read-modify-write on the per-packet path.
+//!
+//! # Memory ordering (model-checked: `loom_checks::counters`)
+//!
+//! Every access is relaxed. A reader is promised only what coherence gives a single atomic word:
+//! each load returns a value the writer stored, and a thread's successive loads never go back
+//! in the writer's order. So a [`Counter`] read by the control plane is monotonic and never
+//! above the true count (it lags by what the writer has not yet made visible), a [`Gauge`] is
+//! some level the writer set, and a [`Watermark`]'s read-and-clear reports only observed levels
+//! and loses none (each observation is either in what `take` returned or still held). No reader
+//! uses a counter to decide what other memory it may read, with one exception that orders itself
+//! with fences: the release generations of `shared::Releases`.
 
 use crate::punt::PuntReason;
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{load_own, AtomicU64, Ordering};
 
 /// A monotonically increasing `u64` written by exactly one thread.
 #[derive(Debug, Default)]
@@ -16,12 +27,10 @@ impl Counter {
     /// Adds `n`. Only the owning side may call this.
     #[inline]
     pub fn add(&self, n: u64) {
-        // Relaxed: readers want an eventually consistent total, not an ordering with other data.
-        // Load + store is correct because this thread is the only writer.
-        self.0.store(
-            self.0.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
-        );
+        // Relaxed: readers want a monotonic total, not an ordering with other data (module
+        // docs). Load + store is correct because this thread is the only writer.
+        self.0
+            .store(load_own(&self.0).wrapping_add(n), Ordering::Relaxed);
     }
 
     /// Adds 1.

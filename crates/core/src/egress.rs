@@ -518,10 +518,8 @@ impl<F: Frame> Egress<F> {
     fn publish_releases(&mut self) {
         if self.released_any {
             self.released_any = false;
-            // Release: an ingress side that sees the new generation sees every release counter
-            // written before it (Counter stores are relaxed; the generation is the fence).
-            core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
-            self.shared.releases.generation(self.side).inc();
+            // The writer's half of the release protocol (`shared::Releases`).
+            self.shared.releases.publish(self.side);
         }
     }
 

@@ -4,7 +4,7 @@
 
 use crate::counters::Counter;
 use crate::fdb::{Fdb, Learned};
-use crate::fdb_sync::{self, FdbSync, FdbUpdate};
+use crate::fdb_sync::{FdbSync, FdbUpdate};
 use crate::time::Instant;
 use crate::types::PortId;
 
@@ -101,40 +101,18 @@ impl IngressFdb {
         let Some(sync) = self.sync.as_deref_mut() else {
             return;
         };
-        if !sync.refresh_due(learned, now) {
-            return;
-        }
-        let update = FdbUpdate::Learned {
-            vid,
-            mac,
-            port,
-            seen: now,
-        };
-        let published = sync.publish_learned(update, overflow);
-        let was_pending = matches!(
-            learned,
-            Learned::Refreshed {
-                sync_pending: true,
-                ..
-            }
-        );
-        // `learn` cleared the mark: set it again if this publication failed too.
-        if !published || was_pending {
-            self.fdb.set_sync_pending(vid, mac, !published);
-        }
+        sync.publish_learn(&mut self.fdb, learned, vid, mac, port, now, overflow);
     }
 
     /// Applies what the other ingress sides learned and flushed, and retries flushes this side
-    /// still owes them. Bounded: see [`fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
+    /// still owes them. Bounded: see [`crate::fdb_sync::FDB_SYNC_DRAIN_PER_RING`].
     #[inline(never)]
     pub(crate) fn sync(&mut self, now: Instant) {
         let Some(sync) = self.sync.as_deref_mut() else {
             return;
         };
-        sync.retry_owed_flushes();
-        let (fdb, last_learned) = (&mut self.fdb, &mut self.last_learned);
-        sync.drain(|update| {
-            let moved_from = fdb_sync::apply(fdb, update, now);
+        let last_learned = &mut self.last_learned;
+        sync.receive(&mut self.fdb, now, |update, moved_from| {
             forget_cached_learns(last_learned, update, moved_from);
         });
     }

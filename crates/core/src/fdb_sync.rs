@@ -27,12 +27,21 @@
 //!   that does not fit is kept per receiver and retried on every later call until it does.
 //! * **Flushes carry their time.** A receiver forgets only what was last heard at or before the
 //!   flush, so a flush delayed behind newer learns of the same port never erases them.
+//!
+//! # Memory ordering (model-checked: `loom_checks::fdb_sync`)
+//!
+//! An update is a plain value moved through an SPSC ring: rtrb's push writes the slot, then
+//! stores the write index with release; its pop loads the index with acquire, then reads the
+//! slot, so a popped update is seen whole. Nothing else is shared: each side's [`Fdb`] is its
+//! own. What is ours is the protocol on top (publication, newest wins, repair of a full ring),
+//! whose outcome must not depend on how the two sides' learns, publications and drains
+//! interleave; loom checks that on a ring with rtrb's contract (`crate::sync::spsc`).
 
 use crate::counters::Counter;
 use crate::fdb::{Fdb, Learned};
+use crate::sync::spsc::{Consumer, Producer, RingBuffer};
 use crate::time::Instant;
 use crate::types::PortId;
-use rtrb::{Consumer, Producer, RingBuffer};
 
 /// Updates each (publisher, receiver) ring holds. A burst learns at most 32 new stations per
 /// port; this is many bursts of fresh stations between two drains. Startup with thousands of
@@ -84,6 +93,17 @@ impl FdbSync {
     /// The learn rings of `sides` ingress sides: for each side, its end of every ring it
     /// publishes into and drains. Empty (no rings at all) with fewer than two sides.
     pub(crate) fn for_sides(sides: usize, ports: usize, aging_ns: u64) -> Vec<Option<Self>> {
+        Self::for_sides_with_ring(sides, ports, aging_ns, FDB_SYNC_RING_ENTRIES)
+    }
+
+    /// [`FdbSync::for_sides`] with rings of `ring_entries` updates (the model checks use tiny
+    /// rings, to reach a full one).
+    pub(crate) fn for_sides_with_ring(
+        sides: usize,
+        ports: usize,
+        aging_ns: u64,
+        ring_entries: usize,
+    ) -> Vec<Option<Self>> {
         if sides < 2 {
             return (0..sides).map(|_| None).collect();
         }
@@ -91,7 +111,7 @@ impl FdbSync {
         let mut from: Vec<Vec<Consumer<FdbUpdate>>> = (0..sides).map(|_| Vec::new()).collect();
         for (publisher, to_peers) in to.iter_mut().enumerate() {
             for receiver in (0..sides).filter(|r| *r != publisher) {
-                let (tx, rx) = RingBuffer::new(FDB_SYNC_RING_ENTRIES);
+                let (tx, rx) = RingBuffer::new(ring_entries);
                 to_peers.push(tx);
                 from[receiver].push(rx);
             }
@@ -128,6 +148,60 @@ impl FdbSync {
             }
             Learned::TableFull | Learned::Superseded => false,
         }
+    }
+
+    /// Publishes what `fdb.learn` of a station on `port` at `now` returned, if it is news to
+    /// the peers ([`FdbSync::refresh_due`]), and keeps the entry marked for republication while
+    /// some peer's ring refused it (the publishing half of the protocol; the ingress side calls
+    /// it after each table learn).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn publish_learn(
+        &mut self,
+        fdb: &mut Fdb,
+        learned: Learned,
+        vid: u16,
+        mac: [u8; 6],
+        port: PortId,
+        now: Instant,
+        overflow: &Counter,
+    ) {
+        if !self.refresh_due(learned, now) {
+            return;
+        }
+        let update = FdbUpdate::Learned {
+            vid,
+            mac,
+            port,
+            seen: now,
+        };
+        let published = self.publish_learned(update, overflow);
+        let was_pending = matches!(
+            learned,
+            Learned::Refreshed {
+                sync_pending: true,
+                ..
+            }
+        );
+        // `learn` cleared the mark: set it again if this publication failed too.
+        if !published || was_pending {
+            fdb.set_sync_pending(vid, mac, !published);
+        }
+    }
+
+    /// Retries the flushes still owed, then applies to `fdb` at `now` what the peers published
+    /// (the receiving half of the protocol); `applied(update, moved_from)` follows each update,
+    /// with the port a station was moved away from, if any.
+    pub(crate) fn receive(
+        &mut self,
+        fdb: &mut Fdb,
+        now: Instant,
+        mut applied: impl FnMut(FdbUpdate, Option<PortId>),
+    ) {
+        self.retry_owed_flushes();
+        self.drain(|update| {
+            let moved_from = apply(fdb, update, now);
+            applied(update, moved_from);
+        });
     }
 
     /// Pushes a learn to every peer; whether every ring took it (each refusal is counted).

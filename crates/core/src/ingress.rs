@@ -335,21 +335,6 @@ impl<F: Frame> Ingress<F> {
     }
 }
 
-/// The sum over egress sides of a block of eight release counters (with one side, the block).
-#[inline]
-fn released_totals<'a>(
-    egress_sides: usize,
-    block: impl Fn(usize) -> &'a [crate::counters::Counter; PRIORITY_COUNT],
-) -> [u64; PRIORITY_COUNT] {
-    let mut totals = block(0).each_ref().map(crate::counters::Counter::get);
-    for e in 1..egress_sides {
-        for (t, c) in totals.iter_mut().zip(block(e)) {
-            *t += c.get();
-        }
-    }
-    totals
-}
-
 /// What each of eight monotonic totals gained since `seen` (which is brought up to date), and a
 /// mask of those that did.
 #[inline]
@@ -417,15 +402,9 @@ fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
 
 impl<F: Frame> IngressState<F> {
     fn sync_releases(&mut self, ctx: &Ctx<'_>) {
-        let releases = &ctx.shared.releases;
-        let mut changed = false;
-        for (e, seen) in self.seen_generation.iter_mut().enumerate() {
-            let g = releases.generation(e).get();
-            if g != *seen {
-                *seen = g;
-                changed = true;
-            }
-        }
+        // The reader's half of the release protocol (`shared::Releases`): acquires what the
+        // egress sides published before the counters are read.
+        let changed = ctx.shared.releases.pull_if_new(&mut self.seen_generation);
         if changed {
             self.pull_releases(ctx);
         }
@@ -444,11 +423,10 @@ impl<F: Frame> IngressState<F> {
     /// re-evaluates all of them.
     fn pull_releases(&mut self, ctx: &Ctx<'_>) {
         let releases = &ctx.shared.releases;
-        let egress_sides = releases.egress_sides();
         let cell = u64::from(self.cell.bytes);
         for &port in &self.owned {
             let p = port.index();
-            let totals = released_totals(egress_sides, |e| releases.pg_block(e, p));
+            let totals = releases.pg_totals(p);
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[p]);
             if mask == 0 {
                 continue;
@@ -470,7 +448,7 @@ impl<F: Frame> IngressState<F> {
         // holds nothing: then nothing of it can have been released).
         let cpu = self.cpu_port;
         if self.buffers.pg(cpu, 0).total() > 0 {
-            let totals = released_totals(egress_sides, |e| releases.pg_block(e, cpu));
+            let totals = releases.pg_totals(cpu);
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_pg_release[cpu]);
             // Only PG 0 is used (a plain release: a second call site of `release_port` made the
             // compiler take it out of line for the ports' pull too, 2.7 Ir/packet).
@@ -479,7 +457,7 @@ impl<F: Frame> IngressState<F> {
             }
         }
         for p in 0..ctx.views.len() {
-            let totals = released_totals(egress_sides, |e| releases.queue_block(e, self.side, p));
+            let totals = releases.queue_totals(self.side, p);
             let (deltas, mask) = take_deltas(&totals, &mut self.seen_queue_release[p]);
             if mask != 0 {
                 self.egress_buffers.release_port(p, &deltas, mask);

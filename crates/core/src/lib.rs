@@ -22,6 +22,8 @@ pub mod fdb_sync;
 pub mod frame;
 pub mod ingress;
 pub mod inject;
+#[cfg(all(test, loom))]
+mod loom_checks;
 pub mod params;
 pub mod pfc;
 pub mod punt;
@@ -33,6 +35,7 @@ pub mod stats;
 pub mod step;
 pub mod storm_alarm;
 pub mod switch;
+pub(crate) mod sync;
 pub mod time;
 pub mod token_bucket;
 pub mod types;

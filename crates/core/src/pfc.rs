@@ -10,14 +10,32 @@
 //!   wanted set into PFC frames with [`PfcGenerator`] (XOFF on a change, refreshed before the pause
 //!   expires, XON with zero quanta when released).
 
+use crate::sync::{fence, load_own, spin_loop, AtomicU64, AtomicU8, Ordering};
 use crate::time::Instant;
 use crate::types::{Priority, PRIORITY_COUNT};
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// Per (port, priority) receive-side pause state, written by the ingress side of the port only.
 ///
-/// `until`, `mark` and `accumulated` change together; readers on other threads use a sequence
-/// lock (all fields are atomics, so a torn read is retried, never undefined).
+/// # Memory ordering (model-checked: `loom_checks::pause_board`)
+///
+/// `until`, `mark`, `accumulated`, `episode_start` and `last_frame` change together; a reader
+/// that needs more than one of them ([`PfcBoard::view`]: the watchdog, the control plane) uses a
+/// sequence lock (Boehm, "Can seqlocks get along with programming language memory models?",
+/// 2012, fig. 6). Every field is an atomic accessed relaxed, so a torn read is detected and
+/// retried, never undefined. The writer makes `seq` odd, then a release fence, then the field
+/// stores, then `seq` even with a release store. The reader loads `seq` with acquire, the fields,
+/// then an acquire fence, then `seq` again, and keeps the fields only if both loads of `seq`
+/// returned the same even value:
+///
+/// * the acquire load of `seq` pairs with the writer's closing release store: fields read after
+///   an even `seq` = 2k are those of update k or newer, never older;
+/// * if a field read returned a store of update k+1, the writer's release fence before that
+///   store synchronises with the reader's acquire fence, so the second load of `seq` sees at
+///   least the odd 2k+1 and the read is retried.
+///
+/// Dropping any of the three orderings lets loom find a torn view (`docs/memory-ordering.md`).
+/// The scheduler's per-poll check needs only `until` ([`PfcBoard::paused_until`]): one relaxed
+/// word, see there.
 #[derive(Debug, Default)]
 struct PauseSlot {
     /// Odd while the writer updates the fields below.
@@ -98,19 +116,20 @@ impl PfcBoard {
     fn record(&self, port: usize, index: usize, now: Instant, duration_ns: u64) {
         let slot = &self.slots[port][index];
         let now_ns = now.as_nanos();
-        let until = slot.until.load(Ordering::Relaxed);
-        let mark = slot.mark.load(Ordering::Relaxed);
-        let mut accumulated = slot.accumulated.load(Ordering::Relaxed);
+        // This side is the slot's only writer: it reads its own last values back.
+        let until = load_own(&slot.until);
+        let mark = load_own(&slot.mark);
+        let mut accumulated = load_own(&slot.accumulated);
         // Count the paused time up to now (or up to the expiry, if it already expired).
         accumulated += until.min(now_ns).saturating_sub(mark);
         let still_paused = now_ns < until;
         let new_until = now_ns.saturating_add(duration_ns);
-        // Writer side of the sequence lock: odd while fields are inconsistent.
-        let seq = slot.seq.load(Ordering::Relaxed);
+        // Writer side of the sequence lock (see `PauseSlot`): odd while fields are inconsistent.
+        let seq = load_own(&slot.seq);
         slot.seq.store(seq + 1, Ordering::Relaxed);
-        // Release fences order the odd store before the field stores, and the field stores
-        // before the final even store, for readers that acquire `seq`.
-        core::sync::atomic::fence(Ordering::Release);
+        // Release fence: a reader whose field load returns one of the stores below, and that
+        // then issues its acquire fence, also sees the odd `seq` above and retries.
+        fence(Ordering::Release);
         slot.accumulated.store(accumulated, Ordering::Relaxed);
         slot.mark.store(now_ns, Ordering::Relaxed);
         if !still_paused && duration_ns > 0 {
@@ -118,6 +137,7 @@ impl PfcBoard {
         }
         slot.until.store(new_until, Ordering::Relaxed);
         slot.last_frame.store(now_ns.max(1), Ordering::Relaxed);
+        // Release: a reader that acquires this even `seq` sees every field store above.
         slot.seq.store(seq + 2, Ordering::Release);
     }
 
@@ -137,9 +157,12 @@ impl PfcBoard {
 
     #[inline]
     fn until(&self, port: usize, index: usize) -> Instant {
-        // Acquire pairs with the writer's release: a reader that sees a new deadline sees a
-        // consistent slot. The scheduler needs only this one word.
-        Instant::from_nanos(self.slots[port][index].until.load(Ordering::Acquire))
+        // Relaxed: the scheduler needs this one word and reads nothing else of the slot, so
+        // there is nothing for an acquire to order. Coherence gives what it relies on: a
+        // deadline the ingress side recorded, never an older one after a newer one. Seeing a
+        // new pause a moment late is part of the response time the peer's headroom is sized
+        // for (SONiC's `peer_response_time`); no ordering makes a store visible sooner.
+        Instant::from_nanos(self.slots[port][index].until.load(Ordering::Relaxed))
     }
 
     /// A consistent read of the whole pause state of `prio` on `port`.
@@ -157,9 +180,10 @@ impl PfcBoard {
     fn view_index(&self, port: usize, index: usize) -> PauseView {
         let slot = &self.slots[port][index];
         loop {
+            // Acquire: pairs with the writer's closing release store (see `PauseSlot`).
             let before = slot.seq.load(Ordering::Acquire);
             if before % 2 == 1 {
-                core::hint::spin_loop();
+                spin_loop();
                 continue;
             }
             let view = PauseView {
@@ -172,24 +196,34 @@ impl PfcBoard {
                 accumulated_ns: slot.accumulated.load(Ordering::Relaxed),
                 mark: Instant::from_nanos(slot.mark.load(Ordering::Relaxed)),
             };
-            core::sync::atomic::fence(Ordering::Acquire);
+            // Acquire fence: pairs with the writer's release fence if any field load above
+            // returned a store of an update that began after `before` (see `PauseSlot`).
+            fence(Ordering::Acquire);
             if slot.seq.load(Ordering::Relaxed) == before {
                 return view;
             }
+            spin_loop();
         }
     }
 
     /// Publishes the priorities the ingress side of `port` wants the peer to pause.
+    ///
+    /// Memory ordering (model-checked: `loom_checks::wanted_xoff`): relaxed on both sides. The
+    /// set is one byte with one writer (the port's ingress side), and the egress side acts on the
+    /// set alone: it reads none of the ingress side's accounting, so there is nothing for a
+    /// release/acquire pair to order. What the egress side's [`PfcGenerator`] relies on is
+    /// coherence: it sees only sets the ingress side published, never an older one after a newer
+    /// one, so the frames it sends follow the wanted sets in order (possibly skipping one that
+    /// was replaced before it looked, as with any poll).
     pub fn set_wanted_xoff(&self, port: usize, priorities: u8) {
-        // Release: the egress side that sees the new set also sees the accounting that caused it
-        // (not needed for correctness, but keeps traces coherent).
-        self.wanted_xoff[port].store(priorities, Ordering::Release);
+        self.wanted_xoff[port].store(priorities, Ordering::Relaxed);
     }
 
-    /// The priorities the ingress side of `port` wants paused.
+    /// The priorities the ingress side of `port` wants paused (see
+    /// [`PfcBoard::set_wanted_xoff`] for the ordering).
     #[must_use]
     pub fn wanted_xoff(&self, port: usize) -> u8 {
-        self.wanted_xoff[port].load(Ordering::Acquire)
+        self.wanted_xoff[port].load(Ordering::Relaxed)
     }
 }
 

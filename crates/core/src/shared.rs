@@ -8,9 +8,9 @@ use crate::counters::{Counter, EgressPortCounters, IngressPortCounters, PoolCoun
 use crate::events::EventLog;
 use crate::params::{ParamsError, SwitchParams};
 use crate::pfc::PfcBoard;
+use crate::sync::{fence, AtomicBool, Ordering};
 use crate::types::{PortId, PRIORITY_COUNT};
 use crate::watchdog::MitigationBoard;
-use core::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Which side runs which port, and which sides run together on one lcore.
@@ -237,6 +237,27 @@ pub struct WatchdogStats {
 }
 
 /// Cells given back by egress sides, pulled by ingress sides into their accounting.
+///
+/// # The protocol (model-checked: `loom_checks::releases`)
+///
+/// Every counter here has one writer, the egress side that sent (or dropped) the frame, and
+/// only grows; the ingress side that charged the cells keeps what it has already pulled and takes
+/// the difference. The egress side adds to the counters with relaxed stores while it polls, then
+/// [`Releases::publish`]es: a release fence, then a bump of its generation. The ingress side's
+/// [`Releases::pull_if_new`] loads the generations (relaxed) and, if one moved, issues an
+/// acquire fence before the caller reads any counter. The two fences pair (C++ [atomics.fences]:
+/// the relaxed load that read the bumped generation makes the release fence synchronise with the
+/// acquire fence), so an ingress side that sees generation *g* sees every release counted before
+/// *g* was published. Without the acquire a weak-memory CPU (arm64) may return older counter
+/// values after the new generation: those releases are then pulled only at the next bump, which
+/// never comes once the egress side goes idle, and a PG stays in XOFF with nothing queued (loom
+/// finds exactly that; see `docs/memory-ordering.md`).
+///
+/// A counter read may also be *newer* than the generation (a release added after the last
+/// publication): it is pulled early, which is harmless since each is monotonic and only the
+/// difference is used. A stale read in the other direction (not yet seeing a release) errs on the
+/// safe side: the ingress side sees more occupancy than there is and asserts XOFF early, never
+/// late.
 #[derive(Debug)]
 pub(crate) struct Releases {
     ports: usize,
@@ -255,7 +276,7 @@ pub(crate) struct Releases {
 }
 
 impl Releases {
-    fn new(egress_sides: usize, ingress_sides: usize, ports: usize) -> Self {
+    pub(crate) fn new(egress_sides: usize, ingress_sides: usize, ports: usize) -> Self {
         let n = |k: usize| (0..k).map(|_| Counter::default()).collect::<Vec<_>>();
         let pg_rows = ports + ingress_sides;
         Self {
@@ -316,9 +337,64 @@ impl Releases {
         )
     }
 
+    /// Egress side `egress_side` publishes the releases it has counted since its last call (the
+    /// writer's half of the protocol above). Call after a poll that released something.
     #[inline]
-    pub(crate) fn generation(&self, egress_side: usize) -> &Counter {
-        &self.generation[egress_side]
+    pub(crate) fn publish(&self, egress_side: usize) {
+        // Release: orders every relaxed counter store before it ahead of the generation store
+        // after it, for a reader whose acquire fence follows its load of this generation.
+        fence(Ordering::Release);
+        self.generation[egress_side].inc();
+    }
+
+    /// Whether some egress side has published releases since `seen` (one generation per egress
+    /// side, brought up to date). When it returns true the caller must read the counters, and
+    /// they show at least everything published up to the generations now in `seen` (the reader's
+    /// half of the protocol above). Costs one relaxed load per egress side when nothing changed.
+    #[inline]
+    pub(crate) fn pull_if_new(&self, seen: &mut [u64]) -> bool {
+        let mut changed = false;
+        for (g, seen) in self.generation.iter().zip(seen.iter_mut()) {
+            let g = g.get();
+            if g != *seen {
+                *seen = g;
+                changed = true;
+            }
+        }
+        if changed {
+            // Acquire: pairs with the release fence of `publish` that preceded the generation
+            // just read, so the counter loads that follow cannot return older values.
+            fence(Ordering::Acquire);
+        }
+        changed
+    }
+
+    /// Cells released so far from each PG of `port`, summed over the egress sides (read after
+    /// [`Releases::pull_if_new`] returned true).
+    #[inline]
+    pub(crate) fn pg_totals(&self, port: usize) -> [u64; PRIORITY_COUNT] {
+        self.totals(|e| self.pg_block(e, port))
+    }
+
+    /// Cells released so far from each queue of `port` that `ingress_side` admitted, summed
+    /// over the egress sides (read after [`Releases::pull_if_new`] returned true).
+    #[inline]
+    pub(crate) fn queue_totals(&self, ingress_side: usize, port: usize) -> [u64; PRIORITY_COUNT] {
+        self.totals(|e| self.queue_block(e, ingress_side, port))
+    }
+
+    #[inline]
+    fn totals<'a>(
+        &'a self,
+        block: impl Fn(usize) -> &'a [Counter; PRIORITY_COUNT],
+    ) -> [u64; PRIORITY_COUNT] {
+        let mut totals = block(0).each_ref().map(Counter::get);
+        for e in 1..self.egress_sides() {
+            for (t, c) in totals.iter_mut().zip(block(e)) {
+                *t += c.get();
+            }
+        }
+        totals
     }
 
     pub(crate) fn egress_sides(&self) -> usize {

@@ -24,8 +24,8 @@
 //! dataplane and restores at the first poll where the storm condition no longer holds.
 
 use crate::params::WatchdogAction;
+use crate::sync::{AtomicU8, Ordering};
 use crate::time::Instant;
-use core::sync::atomic::{AtomicU8, Ordering};
 
 /// What the watchdog knows about a queue at a poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,6 +165,18 @@ impl QueueMitigation {
 }
 
 /// Per (port, queue) mitigation in force.
+///
+/// # Memory ordering (model-checked: `loom_checks::mitigation`)
+///
+/// One writer per slot (the egress side owning the port), readers on ingress sides, one byte per
+/// slot, and nothing else is published with it: a reader acts on the value alone. So both sides
+/// use relaxed accesses, and what a reader may rely on is coherence: it reads only mitigations
+/// the egress side set, and never an older one after a newer one. How late it sees a change is
+/// not an ordering question (no ordering makes a store visible sooner) and is harmless both
+/// ways: a frame admitted just before the ingress side sees `Drop` is dropped by the egress
+/// side at dequeue (it keeps its own copy of the mitigations as bits), and a frame dropped just
+/// after a restoration is a `pfcwd_ingress` drop of a storm that was in force an instant before,
+/// as with SONiC's asynchronous restoration.
 #[derive(Debug)]
 pub struct MitigationBoard {
     slots: Vec<[AtomicU8; crate::types::PRIORITY_COUNT]>,
@@ -181,10 +193,8 @@ impl MitigationBoard {
 
     /// Sets the mitigation of `(port, queue)`. Only the egress side owning the port may call.
     pub fn set(&self, port: usize, queue: usize, m: QueueMitigation) {
-        // Release/acquire: an ingress side that sees Drop sees it after the egress side decided;
-        // a frame admitted just before is dropped at dequeue instead, so no ordering beyond this
-        // single word is needed.
-        self.slots[port][queue].store(m as u8, Ordering::Release);
+        // Relaxed: the value is all that is published (see the type's docs).
+        self.slots[port][queue].store(m as u8, Ordering::Relaxed);
     }
 
     /// The mitigation of `(port, queue)`.
@@ -213,7 +223,8 @@ impl PortMitigations<'_> {
     #[must_use]
     pub fn get(self, queue: usize) -> QueueMitigation {
         QueueMitigation::from_u8(
-            self.0[queue % crate::types::PRIORITY_COUNT].load(Ordering::Acquire),
+            // Relaxed: pairs with the relaxed store of `MitigationBoard::set` (type docs).
+            self.0[queue % crate::types::PRIORITY_COUNT].load(Ordering::Relaxed),
         )
     }
 }

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use headroom_core::counters::DropReason;
-use headroom_core::frame::{Frame, HeapFrame};
+use headroom_core::frame::HeapFrame;
 use headroom_core::params::{presets, RateLimit, Trust};
 use headroom_core::punt::PuntReason;
 use headroom_core::time::Instant;

@@ -76,7 +76,8 @@ pub struct LcoreStats {
 }
 
 fn bump(c: &AtomicU64, n: u64) {
-    // One writer (this lcore): load + store, no locked instruction.
+    // One writer (this lcore): load + store, no locked instruction. Relaxed: the control thread
+    // reads them as monotonic totals, nothing else (as `headroom_core::counters`).
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
@@ -99,13 +100,6 @@ pub enum LcoreReply {
     Fdb(Vec<FdbEntry>),
     /// Done.
     Done,
-}
-
-/// The lcore's end of the control channel.
-#[derive(Debug)]
-pub(crate) struct ControlChannel {
-    pub(crate) commands: rtrb::Consumer<LcoreCommand>,
-    pub(crate) replies: rtrb::Producer<LcoreReply>,
 }
 
 /// A frame the control plane asks to send out of `port` (see [`crate::Running::inject`]).
@@ -150,7 +144,7 @@ pub(crate) struct Lcore<F: Frame, R, T> {
     pub(crate) burst: usize,
     pub(crate) drain_timeout: Duration,
     pub(crate) stats: Arc<LcoreStats>,
-    pub(crate) control: ControlChannel,
+    pub(crate) control: crate::lcore_channel::LcoreEnd,
     pub(crate) mirror: Mirror,
     pub(crate) capture: Arc<CaptureControl>,
 }
@@ -171,6 +165,8 @@ where
         tracing::debug!(lcore = %self.name, cpu = ?self.cpu, rx = self.rx.len(), tx = self.tx.len(), "lcore started");
         let mut burst: Vec<F> = Vec::with_capacity(self.burst);
         let mut idle: u32 = 0;
+        // Relaxed: the flag is all that is passed; what the lcore hands back when it stops is
+        // ordered by the control thread's `join`.
         while !stop.load(Ordering::Relaxed) {
             let now = clock.now();
             self.handle_commands(now);
@@ -197,21 +193,18 @@ where
     }
 
     fn handle_commands(&mut self, now: Instant) {
-        while let Ok(command) = self.control.commands.pop() {
-            let reply = match command {
-                LcoreCommand::DumpFdb => LcoreReply::Fdb(self.step.fdb_entries(now).collect()),
-                LcoreCommand::SetBigRedSwitch(on) => {
-                    self.step.set_big_red_switch(on, now);
-                    LcoreReply::Done
-                }
-                LcoreCommand::FlushFdb(port) => {
-                    self.step.flush_fdb(port, now);
-                    LcoreReply::Done
-                }
-            };
-            // The control plane waits for each reply before the next command; the ring has room.
-            let _ = self.control.replies.push(reply);
-        }
+        let step = &mut self.step;
+        self.control.serve(|command| match command {
+            LcoreCommand::DumpFdb => LcoreReply::Fdb(step.fdb_entries(now).collect()),
+            LcoreCommand::SetBigRedSwitch(on) => {
+                step.set_big_red_switch(on, now);
+                LcoreReply::Done
+            }
+            LcoreCommand::FlushFdb(port) => {
+                step.flush_fdb(port, now);
+                LcoreReply::Done
+            }
+        });
     }
 
     /// One loop iteration in the step's call order; returns how many frames moved.

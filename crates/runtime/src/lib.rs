@@ -12,6 +12,7 @@ pub mod control;
 pub mod control_frames;
 pub mod dpdk;
 pub mod lcore;
+mod lcore_channel;
 pub mod mirror;
 pub mod plan;
 pub mod protocol;
@@ -27,7 +28,7 @@ use headroom_core::shared::{Layout, LcorePorts, Shared};
 use headroom_core::switch::build;
 use headroom_core::types::PortId;
 use headroom_io::pool::PoolStats;
-use lcore::{ControlChannel, Lcore, LcoreCommand, LcoreReply, LcoreStats, Polling, TxPort};
+use lcore::{Lcore, LcoreCommand, LcoreReply, LcoreStats, Polling, TxPort};
 use mirror::{mirror_pair, CaptureControl, MirrorReader};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,7 +139,7 @@ pub struct Running {
     port_links: Vec<LinkReader>,
     devices: Vec<String>,
     clock: MonotonicClock,
-    commands: Vec<(rtrb::Producer<LcoreCommand>, rtrb::Consumer<LcoreReply>)>,
+    commands: Vec<lcore_channel::ControlEnd>,
     mirrors: Vec<MirrorReader>,
     capture: Arc<CaptureControl>,
     punts: PuntRings,
@@ -221,9 +222,8 @@ where
             injector = Some(control_end);
             lcore_end
         });
-        let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(4);
-        let (reply_tx, reply_rx) = rtrb::RingBuffer::new(4);
-        commands.push((cmd_tx, reply_rx));
+        let (control_end, lcore_end) = lcore_channel::channel();
+        commands.push(control_end);
         let (mirror, mirror_reader) = mirror_pair();
         mirrors.push(mirror_reader);
         let lcore: Lcore<B::Frame, B::Rx, B::Tx> = Lcore {
@@ -252,10 +252,7 @@ where
             burst: spec.burst,
             drain_timeout: spec.drain_timeout,
             stats: Arc::clone(&stats),
-            control: ControlChannel {
-                commands: cmd_rx,
-                replies: reply_tx,
-            },
+            control: lcore_end,
             mirror,
             capture: Arc::clone(&capture),
         };
@@ -328,21 +325,10 @@ impl Running {
     /// Sends `command` to every lcore and collects the replies (waits up to `timeout` for each).
     pub fn command(&mut self, command: LcoreCommand, timeout: Duration) -> Vec<LcoreReply> {
         let mut replies = Vec::new();
-        for (tx, rx) in &mut self.commands {
-            if tx.push(command).is_err() {
-                continue;
-            }
-            let deadline = std::time::Instant::now() + timeout;
-            loop {
-                if let Ok(r) = rx.pop() {
-                    replies.push(r);
-                    break;
-                }
-                if std::time::Instant::now() >= deadline {
-                    tracing::warn!(?command, "an lcore did not answer in time");
-                    break;
-                }
-                std::thread::sleep(Duration::from_micros(100));
+        for link in &mut self.commands {
+            match link.request(command, timeout) {
+                Some(r) => replies.push(r),
+                None => tracing::warn!(?command, "an lcore did not answer in time"),
             }
         }
         replies

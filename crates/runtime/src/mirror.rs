@@ -46,10 +46,17 @@ impl std::fmt::Debug for CaptureRecord {
 }
 
 /// Which ports are being captured, and how (set by the control plane, read by lcores).
+///
+/// Memory ordering: the flags are relaxed. Each is one byte with one writer (the control
+/// plane), an lcore acts on the value alone (it reads nothing the control plane wrote because of
+/// it), and a capture that starts or stops a burst late is what a capture is anyway. Records go
+/// to the control plane through rtrb rings (release on push, acquire on pop), buffers and all.
 #[derive(Debug)]
 pub struct CaptureControl {
     flags: Vec<AtomicU8>,
-    /// Records dropped because a ring was full.
+    /// Records dropped because a ring was full. Every lcore adds to it, so with a locked
+    /// `fetch_add`: it is touched only while a capture is running and its ring is full, never on
+    /// the per-packet path of a switch that is not capturing.
     pub dropped: AtomicU64,
 }
 
@@ -66,6 +73,7 @@ impl CaptureControl {
     /// Sets the capture flags of a port (0 stops).
     pub fn set(&self, port: usize, flags: u8) {
         if let Some(f) = self.flags.get(port) {
+            // Relaxed: see the type's docs.
             f.store(flags, Ordering::Relaxed);
         }
     }
