@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 
 use crate::defaults::{self as def, AZURE};
-use crate::error::{join_key, Diagnostics};
+use crate::error::{join_key, Diagnostic, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
@@ -225,11 +225,19 @@ impl Resolver<'_, '_> {
             lldp: &lldp,
         };
         let mut ports = Vec::with_capacity(raw.port.len());
+        // What a port's checks find about a value the port does not write itself (a
+        // `[port_defaults]` key, a shared profile or map) is found once per port: it is reported
+        // once, naming every port it applies to.
+        let mut per_port = PerPortFindings::default();
         for (index, (name, raw_port)) in raw.port.iter().enumerate() {
-            if let Some(port) = self.port(index, name, raw_port, &context) {
+            let (errors_before, warnings_before) = (self.d.errors.len(), self.d.warnings.len());
+            let port = self.port(index, name, raw_port, &context);
+            per_port.take(self.d, name, errors_before, warnings_before);
+            if let Some(port) = port {
                 ports.push(port);
             }
         }
+        per_port.report(self.d);
         self.unique_devices();
         self.lldp_checks(&lldp, &ports);
 
@@ -2241,10 +2249,9 @@ impl Resolver<'_, '_> {
             let given = templates.get(&profile).map_or(0, |t| t.xoff_bytes);
             let message = format!(
                 "{given} bytes of headroom is below the {required} bytes the headroom formula \
-                 requires for port {}{}; raise xoff, use headroom = \"computed\", or set \
+                 requires for {}; raise xoff, use headroom = \"computed\", or set \
                  headroom_calc.allow_headroom_below_minimum = true",
-                port_names.first().copied().unwrap_or(""),
-                more_ports(port_names.len())
+                ports_named(&port_names)
             );
             if calc.allow_headroom_below_minimum {
                 self.d.warning(&path, message);
@@ -2265,9 +2272,8 @@ impl Resolver<'_, '_> {
                 &path,
                 format!(
                     "xon {xon} bytes is above the XOFF point {xoff_point} bytes (size + shared \
-                     limit) of port {}{}: XON would be sent while the PG is still above XOFF",
-                    port_names.first().copied().unwrap_or(""),
-                    more_ports(port_names.len())
+                     limit) of {}: XON would be sent while the PG is still above XOFF",
+                    ports_named(&port_names)
                 ),
             );
         }
@@ -2298,10 +2304,10 @@ impl Resolver<'_, '_> {
             self.d.warning(
                 &path,
                 format!(
-                    "port {first_port}{} queue {queue}: ECN starts marking at {min_threshold} \
+                    "{} queue {queue}: ECN starts marking at {min_threshold} \
                      bytes, at or above the XOFF point {xoff_point} bytes of lossless PG {pg} \
                      feeding it: PFC will pause the peer before any packet is marked",
-                    more_ports(port_names.len())
+                    ports_named(&port_names)
                 ),
             );
         }
@@ -2634,11 +2640,61 @@ fn drop_unused_builtin_pools(
     (pools, ports)
 }
 
-fn more_ports(count: usize) -> String {
-    match count {
-        0 | 1 => String::new(),
-        2 => " (and 1 more port)".to_owned(),
-        n => format!(" (and {} more ports)", n - 1),
+/// "port a" or "ports a, b, c": every port a finding applies to, named.
+fn ports_named(names: &[&str]) -> String {
+    match names {
+        [one] => format!("port {one}"),
+        _ => format!("ports {}", names.join(", ")),
+    }
+}
+
+/// Diagnostics found while one port was resolved, gathered so that a finding about a value the
+/// port does not write itself (from `[port_defaults]`, a shared profile or map) is reported once,
+/// naming every port it applies to, instead of once per port without a name.
+#[derive(Default)]
+struct PerPortFindings {
+    /// (is error, key, message) → ports, in order of first finding.
+    found: IndexMap<(bool, String, String), (Diagnostic, Vec<String>)>,
+}
+
+impl PerPortFindings {
+    /// Moves the diagnostics recorded for port `name` since the given counts out of `d`.
+    fn take(&mut self, d: &mut Diagnostics<'_>, name: &str, errors: usize, warnings: usize) {
+        let new_errors: Vec<Diagnostic> = d.errors.drain(errors..).collect();
+        let new_warnings: Vec<Diagnostic> = d.warnings.drain(warnings..).collect();
+        for (is_error, diagnostic) in new_errors
+            .into_iter()
+            .map(|e| (true, e))
+            .chain(new_warnings.into_iter().map(|w| (false, w)))
+        {
+            let entry = self
+                .found
+                .entry((is_error, diagnostic.key.clone(), diagnostic.message.clone()))
+                .or_insert_with(|| (diagnostic, Vec::new()));
+            if !entry.1.iter().any(|n| n == name) {
+                entry.1.push(name.to_owned());
+            }
+        }
+    }
+
+    /// Puts the findings back, each once; one about a key outside the port's own table names
+    /// the port(s).
+    fn report(self, d: &mut Diagnostics<'_>) {
+        for ((is_error, _, _), (mut diagnostic, names)) in self.found {
+            let own_key = names.len() == 1 && {
+                let own = port_path(&names[0]);
+                diagnostic.key == own || diagnostic.key.starts_with(&format!("{own}."))
+            };
+            if !own_key {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                diagnostic.message = format!("{}: {}", ports_named(&names), diagnostic.message);
+            }
+            if is_error {
+                d.errors.push(diagnostic);
+            } else {
+                d.warnings.push(diagnostic);
+            }
+        }
     }
 }
 
