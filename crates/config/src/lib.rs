@@ -16,6 +16,7 @@ mod headroom;
 mod model;
 mod resolve;
 mod schema;
+pub mod sonic;
 mod values;
 
 use std::path::Path;

@@ -168,6 +168,11 @@ pub struct Switch {
     pub log_format: LogFormat,
     /// Log level.
     pub log_level: LogLevel,
+    /// SONiC `DEVICE_METADATA|localhost.platform` (informational; `config import-sonic` takes
+    /// the ASIC's cell size from it).
+    pub platform: Option<String>,
+    /// SONiC `DEVICE_METADATA|localhost.hwsku` (informational).
+    pub hwsku: Option<String>,
 }
 
 /// `[headroom_calc]`: inputs of the headroom formula besides the port.
@@ -523,6 +528,8 @@ pub struct Port {
     pub name: String,
     /// Linux interface name (afpacket) or DPDK device (PCI address / vdev) or any label (memory).
     pub device: String,
+    /// SONiC `PORT.alias` (the front-panel name, e.g. `etp1`; informational).
+    pub alias: Option<String>,
     /// Port MAC address (source of PFC frames).
     pub mac: [u8; 6],
     /// Port speed, Mb/s (SONiC's unit, used in profile names and the headroom formula).

@@ -205,6 +205,12 @@ impl Resolver<'_, '_> {
                 "a device belongs to one port: set it in [port.<name>]",
             );
         }
+        if raw.port_defaults.alias.is_some() {
+            self.d.error_at_key(
+                "port_defaults.alias",
+                "an alias names one port: set it in [port.<name>]",
+            );
+        }
         if raw.port_defaults.mac.is_some() {
             self.d.error_at_key(
                 "port_defaults.mac",
@@ -451,6 +457,8 @@ impl Resolver<'_, '_> {
                 RawLogLevel::Debug => LogLevel::Debug,
                 RawLogLevel::Trace => LogLevel::Trace,
             },
+            platform: raw.platform.clone(),
+            hwsku: raw.hwsku.clone(),
         }
     }
 
@@ -1018,17 +1026,10 @@ impl Resolver<'_, '_> {
                     None
                 }
                 (Some(th), None) => {
+                    // The field given is the profile's threshold mode (SAI's THRESHOLD_MODE is a
+                    // profile attribute; SONiC's TD3 template puts static_th profiles in a dynamic
+                    // pool). The pool's mode names the field of the profiles headroom makes.
                     let th_path = join_key(&path, "dynamic_th");
-                    if pool.mode == ThresholdMode::Static {
-                        self.d.error_at_key(
-                            &th_path,
-                            format!(
-                                "pool {:?} is static: its profiles take static_th \
-                                 (SONiC names the field <mode>_th)",
-                                pool.name
-                            ),
-                        );
-                    }
                     match in_range(th, -8, 7) {
                         Ok(th) => Some(Threshold::Dynamic {
                             dynamic_th: i8::try_from(th).unwrap_or(0),
@@ -1039,21 +1040,9 @@ impl Resolver<'_, '_> {
                         }
                     }
                 }
-                (None, Some(bytes)) => {
-                    if pool.mode == ThresholdMode::Dynamic {
-                        self.d.error_at_key(
-                            &join_key(&path, "static_th"),
-                            format!(
-                                "pool {:?} is dynamic: its profiles take dynamic_th \
-                                 (SONiC names the field <mode>_th)",
-                                pool.name
-                            ),
-                        );
-                    }
-                    Some(Threshold::Static {
-                        static_th_bytes: bytes,
-                    })
-                }
+                (None, Some(bytes)) => Some(Threshold::Static {
+                    static_th_bytes: bytes,
+                }),
                 (None, None) => {
                     if computed {
                         Some(default_threshold(pool.mode, calc))
@@ -1674,6 +1663,7 @@ impl Resolver<'_, '_> {
         let port = Port {
             name: name.to_owned(),
             device,
+            alias: raw.alias.clone(),
             mac,
             speed_mbps,
             speed_bits_per_second: speed_mbps * 1_000_000,

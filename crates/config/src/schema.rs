@@ -176,6 +176,8 @@ pub(crate) struct RawSwitch {
     pub pfc_storm_alarm_frames_per_second: Option<i64>,
     pub log_format: Option<RawLogFormat>,
     pub log_level: Option<RawLogLevel>,
+    pub platform: Option<String>,
+    pub hwsku: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -221,6 +223,7 @@ pub(crate) struct RawQueue {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPort {
     pub device: Option<String>,
+    pub alias: Option<String>,
     pub mac: Option<String>,
     pub speed: Option<IntOrText>,
     pub cable_length: Option<IntOrText>,

@@ -145,27 +145,36 @@ fn dynamic_th_out_of_range() {
 }
 
 #[test]
-fn static_th_in_a_dynamic_pool() {
-    let errors = errors(&profile(
-        "pool = \"ingress_lossless_pool\"\nsize = 0\nstatic_th = 5000\n",
-    ));
-    assert_has(
-        &errors,
-        "t.toml:7:1: buffer_profile.pg_lossless.static_th: pool \"ingress_lossless_pool\" is \
-         dynamic: its profiles take dynamic_th (SONiC names the field <mode>_th)",
-    );
-}
-
-#[test]
-fn dynamic_th_in_a_static_pool() {
-    let errors = errors(&profile(
-        "pool = \"egress_lossless_pool\"\nsize = 0\ndynamic_th = 1\n",
-    ));
-    assert_has(
-        &errors,
-        "t.toml:7:1: buffer_profile.pg_lossless.dynamic_th: pool \"egress_lossless_pool\" is \
-         static: its profiles take static_th (SONiC names the field <mode>_th)",
-    );
+fn a_profile_threshold_mode_is_the_field_it_gives_whatever_its_pool_mode() {
+    // SAI's THRESHOLD_MODE is a profile attribute: SONiC's TD3 template has a static_th profile
+    // in a dynamic pool (ingress_lossy_profile in ingress_lossless_pool), and the reverse loads
+    // too.
+    for (pool, threshold) in [
+        ("ingress_lossless_pool", "static_th = 5000"),
+        ("egress_lossless_pool", "dynamic_th = 1"),
+    ] {
+        let direction_ok = if pool.starts_with("ingress") {
+            "[port.Ethernet0.buffer_pg]\n\"0\" = \"p\"\n"
+        } else {
+            "[port.Ethernet0.buffer_queue]\n\"0\" = \"p\"\n"
+        };
+        let text = format!(
+            "{PORT}{direction_ok}[buffer_profile.p]\npool = \"{pool}\"\nsize = 0\n{threshold}\n"
+        );
+        let (config, _) = ok(&text);
+        let profile = if pool.starts_with("ingress") {
+            &config.ports[0].priority_groups[0].profile
+        } else {
+            &config.ports[0].queues[0].profile
+        };
+        assert_eq!(profile.name, "p");
+        match profile.threshold {
+            headroom_config::Threshold::Static { static_th_bytes } => {
+                assert_eq!(static_th_bytes, 5000)
+            }
+            headroom_config::Threshold::Dynamic { dynamic_th } => assert_eq!(dynamic_th, 1),
+        }
+    }
 }
 
 #[test]
