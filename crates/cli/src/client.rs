@@ -91,7 +91,12 @@ impl Target {
         read_response(&mut BufReader::new(&stream))
     }
 
-    fn fetch<T: DeserializeOwned>(
+    /// The configuration file given with `--config`, if any.
+    pub(crate) fn config_file(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+
+    pub(crate) fn fetch<T: DeserializeOwned>(
         &self,
         request: &Request,
     ) -> Result<(T, serde_json::Value), String> {
@@ -898,12 +903,22 @@ pub(crate) enum ConfigCommand {
     },
     /// List saved configurations.
     List,
+    /// Write a headroom configuration (TOML) from a SONiC CONFIG_DB JSON: PORT, CABLE_LENGTH,
+    /// BUFFER_*, PORT_QOS_MAP and the maps, WRED_PROFILE, SCHEDULER, QUEUE, PFC_WD,
+    /// DEVICE_METADATA's buffer model (docs/sonic.md). Tables and fields headroom does not
+    /// model are named in warnings; a bad value is refused with its JSON path (exit 2).
+    ImportSonic(crate::sonic::ImportArgs),
+    /// Write SONiC CONFIG_DB JSON from the configuration file given with `-c`, or else from the
+    /// running switch (its configuration with run-time changes).
+    ExportSonic(crate::sonic::ExportArgs),
 }
 
 pub(crate) fn config(target: &Target, command: ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Save { name } => simple(target, &Request::ConfigSave { name }),
         ConfigCommand::Rollback { name } => simple(target, &Request::ConfigRollback { name }),
+        ConfigCommand::ImportSonic(args) => crate::sonic::import(&args),
+        ConfigCommand::ExportSonic(args) => crate::sonic::export(target, &args),
         ConfigCommand::List => match target.fetch::<Vec<String>>(&Request::ConfigList) {
             Ok((names, raw)) => {
                 if target.json {

@@ -718,9 +718,9 @@ impl Importer<'_> {
         for (name, fields) in &entries {
             let name = *name;
             let Some(device) = devices.get(name) else {
-                if self.options.only_mapped {
-                    self.skipped.insert(name.to_owned());
-                } else {
+                // Left out either way: its entries in other tables are not "unknown ports".
+                self.skipped.insert(name.to_owned());
+                if !self.options.only_mapped {
                     self.error(
                         &keys(&["PORT", name]),
                         format!(
@@ -791,7 +791,7 @@ impl Importer<'_> {
                 });
             }
         }
-        if !self.skipped.is_empty() {
+        if self.options.only_mapped && !self.skipped.is_empty() {
             let names: Vec<&str> = self.skipped.iter().map(String::as_str).collect();
             self.warning(
                 &keys(&["PORT"]),
