@@ -58,6 +58,10 @@ pub(crate) struct Target {
     /// Configuration file of the running switch (to find its control socket).
     #[arg(short, long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The switch of the lab started with `headroom lab --prefix PREFIX` (several labs can run
+    /// side by side).
+    #[arg(long, global = true, value_name = "PREFIX", conflicts_with_all = ["socket", "config"])]
+    lab: Option<String>,
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     json: bool,
@@ -71,6 +75,9 @@ impl Target {
         if let Some(c) = &self.config {
             let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
             return Ok(config.runtime.control_socket);
+        }
+        if let Some(prefix) = &self.lab {
+            return lab_socket(prefix);
         }
         running_switch_socket(Path::new("/run/headroom"))
     }
@@ -110,6 +117,24 @@ impl Target {
             .map_err(|e| format!("unexpected answer: {e}"))?;
         Ok((typed, response.data))
     }
+}
+
+/// The control socket of lab `prefix`'s switch: from the state file `headroom lab` writes while
+/// the switch runs, else the generated configuration's socket (a switch started by hand with it).
+fn lab_socket(prefix: &str) -> Result<PathBuf, String> {
+    if let Some(state) = crate::lab::monitor::read_state(prefix) {
+        return Ok(PathBuf::from(state.control_socket));
+    }
+    let generated = Path::new(crate::lab::RUN_DIR).join(format!("{prefix}-lab.sock"));
+    if UnixStream::connect(&generated).is_ok() {
+        return Ok(generated);
+    }
+    Err(format!(
+        "no switch of lab {prefix:?} is running (no {} and nothing listens on {}); start it with \
+         `headroom lab --prefix {prefix}`",
+        crate::lab::monitor::state_path(prefix).display(),
+        generated.display()
+    ))
 }
 
 /// The control socket of the only switch running with its socket in `dir`. Socket files that
