@@ -149,3 +149,46 @@ fn exporter_listens_where_the_lab_was_started_and_prometheus_scrapes_it() {
     );
     drop(occupied);
 }
+
+#[test]
+fn the_lab_names_the_package_of_each_missing_tool_and_runs_anyway() {
+    require(&[]);
+    let lab = Lab::up(2, "1G");
+    // A PATH with `ip` only: ping, iperf3, tcpdump, nstat and tshark are "missing".
+    let bin = tempfile::tempdir().unwrap();
+    let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("ip");
+    std::os::unix::fs::symlink(ip, bin.path().join("ip")).unwrap();
+    let o = run_ok(
+        Command::new(HEADROOM)
+            .args(["lab", "up", "--no-switch", "--hosts", "2", "--prefix", lab.prefix()])
+            .env("PATH", bin.path()),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    for (tool, package) in [
+        ("ping", "iputils-ping"),
+        ("iperf3", "iperf3"),
+        ("tcpdump", "tcpdump"),
+        ("nstat", "iproute2"),
+        ("tshark", "tshark"),
+    ] {
+        assert!(
+            out.contains(&format!("note: {tool}: not found — apt install {package}")),
+            "{out}"
+        );
+    }
+    // With the tools on the PATH, no note.
+    let o = run_ok(Command::new(HEADROOM).args([
+        "lab",
+        "up",
+        "--no-switch",
+        "--hosts",
+        "2",
+        "--prefix",
+        lab.prefix(),
+    ]));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("not found"), "{out}");
+}
