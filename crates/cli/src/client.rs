@@ -600,14 +600,24 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                let mut t = Table::new(["No.", "Vlan", "MacAddress", "Port", "Age(s)"]);
+                let mut t = Table::new(["No.", "Vlan", "MacAddress", "Port", "Type", "Age(s)"]);
                 for (i, r) in rows.iter().enumerate() {
                     t.row([
                         (i + 1).to_string(),
                         r.vlan.to_string(),
                         r.mac.clone(),
                         r.port.clone(),
-                        r.age_s.to_string(),
+                        if r.kind == "static" {
+                            "static"
+                        } else {
+                            "dynamic"
+                        }
+                        .to_owned(),
+                        if r.kind == "static" {
+                            "-".to_owned()
+                        } else {
+                            r.age_s.to_string()
+                        },
                     ]);
                 }
                 say!("{t}");

@@ -163,7 +163,15 @@ fn the_lab_names_the_package_of_each_missing_tool_and_runs_anyway() {
     std::os::unix::fs::symlink(ip, bin.path().join("ip")).unwrap();
     let o = run_ok(
         Command::new(HEADROOM)
-            .args(["lab", "up", "--no-switch", "--hosts", "2", "--prefix", lab.prefix()])
+            .args([
+                "lab",
+                "up",
+                "--no-switch",
+                "--hosts",
+                "2",
+                "--prefix",
+                lab.prefix(),
+            ])
             .env("PATH", bin.path()),
     );
     let out = String::from_utf8_lossy(&o.stdout);

@@ -37,6 +37,20 @@ pub struct Config {
     pub dpdk: Dpdk,
     /// The LLDP/DCBX agent.
     pub lldp: Lldp,
+    /// Static MAC table entries (`[[fdb.static]]`), in file order.
+    pub fdb_static: Vec<StaticFdb>,
+}
+
+/// A static MAC table entry (IEEE 802.1Q 8.8.1 static filtering entry; SONiC's static FDB):
+/// frames to `mac` in `vlan_id` go to `port`, never flooded, never aged, not moved by learning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticFdb {
+    /// Station address (unicast).
+    pub mac: [u8; 6],
+    /// VLAN, 1..=4094.
+    pub vlan_id: u16,
+    /// Index of the port in [`Config::ports`].
+    pub port: usize,
 }
 
 /// `[lldp]`: the LLDP (IEEE 802.1AB-2016) and DCBX (IEEE 802.1Qaz) agent.

@@ -15,7 +15,7 @@ use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
     Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection,
     Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler,
-    SchedulerKind, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile,
+    SchedulerKind, StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile,
     DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::schema::{
@@ -252,6 +252,7 @@ impl Resolver<'_, '_> {
 
         let runtime = self.runtime(&switch, environment);
         let dpdk = self.dpdk(&switch);
+        let fdb_static = self.fdb_static(&ports);
         self.warn_unused(&pools, &ports);
 
         if !self.d.errors.is_empty() {
@@ -268,7 +269,83 @@ impl Resolver<'_, '_> {
             runtime,
             dpdk,
             lldp,
+            fdb_static,
         })
+    }
+
+    /// `[[fdb.static]]`: each entry's MAC unicast, its port one of the ports, its VLAN (default:
+    /// the port's access VLAN) one the port is a member of, no station twice.
+    fn fdb_static(&mut self, ports: &[Port]) -> Vec<StaticFdb> {
+        let mut out: Vec<StaticFdb> = Vec::new();
+        for (i, raw) in self.raw.fdb.static_entries.iter().enumerate() {
+            let path = format!("fdb.static[{i}]");
+            let mac = match parse_unicast_mac(&raw.mac) {
+                Ok(mac) => mac,
+                Err(reason) => {
+                    self.d.error(&join_key(&path, "mac"), reason);
+                    continue;
+                }
+            };
+            let Some(index) = ports.iter().position(|p| p.name == raw.port) else {
+                self.d.error(
+                    &join_key(&path, "port"),
+                    format!("no port named {:?}", raw.port),
+                );
+                continue;
+            };
+            let port = &ports[index];
+            let vlan_id = match raw.vlan {
+                Some(v) => match in_range(v, 1, 4094) {
+                    Ok(v) => to_u16(v),
+                    Err(reason) => {
+                        self.d.error(&join_key(&path, "vlan"), reason);
+                        continue;
+                    }
+                },
+                None => match &port.vlan {
+                    Vlan::Access { vlan_id } => *vlan_id,
+                    Vlan::Trunk { .. } => {
+                        self.d.error(
+                            &path,
+                            format!("port {} is a trunk: give the entry's vlan", port.name),
+                        );
+                        continue;
+                    }
+                },
+            };
+            let member = match &port.vlan {
+                Vlan::Access { vlan_id: v } => *v == vlan_id,
+                Vlan::Trunk {
+                    allowed_vlan_ids, ..
+                } => allowed_vlan_ids.contains(&vlan_id),
+            };
+            if !member {
+                self.d.error(
+                    &join_key(&path, "vlan"),
+                    format!("port {} is not a member of VLAN {vlan_id}", port.name),
+                );
+                continue;
+            }
+            if let Some(first) = out
+                .iter()
+                .position(|e| e.mac == mac && e.vlan_id == vlan_id)
+            {
+                self.d.error(
+                    &join_key(&path, "mac"),
+                    format!(
+                        "{} in VLAN {vlan_id} is already fdb.static[{first}]",
+                        raw.mac
+                    ),
+                );
+                continue;
+            }
+            out.push(StaticFdb {
+                mac,
+                vlan_id,
+                port: index,
+            });
+        }
+        out
     }
 
     fn lldp(&mut self, switch: &Switch) -> Lldp {
@@ -355,16 +432,20 @@ impl Resolver<'_, '_> {
             .iter()
             .filter(|p| p.lldp_admin_status.transmits() && !p.pfc_enable.contains(priority))
             .collect();
-        if let Some(first) = lossy.first() {
+        if !lossy.is_empty() {
+            // Every such port named, each with its pfc_enable (one line naming all).
+            let named: Vec<String> = lossy
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.pfc_enable.to_sonic_string()))
+                .collect();
             self.d.error(
                 "lldp.roce_priority",
                 format!(
-                    "priority {priority} is not in pfc_enable of port {} ({}){}: the RoCEv2 \
+                    "priority {priority} is not in pfc_enable of port{} {}: the RoCEv2 \
                      application entry would send RoCE to a lossy priority (set lldp_admin_status \
                      = \"rx_only\" or \"disabled\" on ports without PFC there)",
-                    first.name,
-                    first.pfc_enable.to_sonic_string(),
-                    more_ports(lossy.len()),
+                    if named.len() == 1 { "" } else { "s" },
+                    named.join(", "),
                 ),
             );
         }

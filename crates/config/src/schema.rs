@@ -109,6 +109,24 @@ pub(crate) struct RawConfig {
     pub headroom_calc: RawHeadroomCalc,
     #[serde(default)]
     pub lldp: RawLldp,
+    pub fdb: RawFdb,
+}
+
+/// `[fdb]`: the MAC table's configured part.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFdb {
+    #[serde(rename = "static", default)]
+    pub static_entries: Vec<RawStaticFdb>,
+}
+
+/// `[[fdb.static]]`: a station the switch knows without learning it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStaticFdb {
+    pub mac: String,
+    pub port: String,
+    pub vlan: Option<i64>,
 }
 
 /// `[lldp]`: the LLDP/DCBX agent (IEEE 802.1AB, 802.1Qaz).

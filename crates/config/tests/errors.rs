@@ -1017,3 +1017,44 @@ fn port_names_are_unique_by_construction() {
         errors[0]
     );
 }
+
+// ---- static FDB ----------------------------------------------------------------------------------
+
+#[test]
+fn static_fdb_entries_are_checked() {
+    let ok_text =
+        format!("{PORT}[[fdb.static]]\nmac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\n");
+    let (config, _) = ok(&ok_text);
+    assert_eq!(config.fdb_static.len(), 1);
+    assert_eq!(config.fdb_static[0].vlan_id, 1, "the port's access VLAN");
+    assert_eq!(config.fdb_static[0].port, 0);
+    for (entry, expected) in [
+        (
+            "mac = \"01:00:5e:00:00:01\"\nport = \"Ethernet0\"\n",
+            "t.toml:5:7: fdb.static[0].mac: ",
+        ),
+        (
+            "mac = \"02:00:00:00:00:01\"\nport = \"Ethernet9\"\n",
+            "t.toml:6:8: fdb.static[0].port: no port named \"Ethernet9\"",
+        ),
+        (
+            "mac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\nvlan = 7\n",
+            "t.toml:7:8: fdb.static[0].vlan: port Ethernet0 is not a member of VLAN 7",
+        ),
+        (
+            "mac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\nvlan = 5000\n",
+            "t.toml:7:8: fdb.static[0].vlan: 5000 is out of range 1..=4094",
+        ),
+    ] {
+        let text = format!("{PORT}[[fdb.static]]\n{entry}");
+        assert_has_prefix(&errors(&text), expected);
+    }
+    let twice = format!(
+        "{PORT}[[fdb.static]]\nmac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\n\
+         [[fdb.static]]\nmac = \"02-00-00-00-00-01\"\nport = \"Ethernet0\"\n"
+    );
+    assert_has(
+        &errors(&twice),
+        "t.toml:8:7: fdb.static[1].mac: 02-00-00-00-00-01 in VLAN 1 is already fdb.static[0]",
+    );
+}

@@ -295,7 +295,7 @@ impl<F: Frame> Ingress<F> {
                 Arc::clone(&shared.egress_pools),
                 side,
             )?,
-            fdb: Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
+            fdb: Fdb::with_static(params.fdb_capacity, params.fdb_aging_ns, &params.fdb_static).0,
             producers,
             seen_generation: vec![0; shared.releases.egress_sides()],
             seen_pg_release: vec![[0; PRIORITY_COUNT]; ports],

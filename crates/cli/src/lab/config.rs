@@ -101,6 +101,9 @@ pub struct LabSpec {
     pub driver: LabDriver,
     /// Port of the switch's Prometheus exporter on 127.0.0.1 (`runtime.prometheus_listen`).
     pub metrics_port: u16,
+    /// Static MAC table entries for the hosts (`[[fdb.static]]`), so that traffic to a host
+    /// that never sends is not flooded.
+    pub static_fdb: bool,
 }
 
 /// How the lab's switch reaches its veth ends.
@@ -129,6 +132,7 @@ impl LabSpec {
             cpu: 0,
             driver: LabDriver::Afpacket,
             metrics_port: DEFAULT_METRICS_PORT,
+            static_fdb: true,
         }
     }
 
@@ -281,6 +285,23 @@ tx_ports = [{ports}]
                 .dpdk_vdev()
                 .map_or_else(|| switch_device(i), |v| v.device_name(i));
             let _ = write!(t, "\n[port.{}]\ndevice = \"{}\"\n", port_name(i), device);
+        }
+        if self.static_fdb {
+            // A host that only receives never sends (permanent neighbours, no IPv6): the switch
+            // would never learn it and would flood every frame to it to all ports, charging each
+            // copy to the ingress PG. The lab knows where its hosts are.
+            let _ = write!(
+                t,
+                "\n# The hosts, where the lab wired them: never aged, never flooded to.\n"
+            );
+            for i in 0..self.hosts {
+                let _ = write!(
+                    t,
+                    "[[fdb.static]]\nmac = \"{}\"\nport = \"{}\"\n",
+                    mac_text(host_mac(i)),
+                    port_name(i)
+                );
+            }
         }
         t
     }
