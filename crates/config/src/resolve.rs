@@ -15,8 +15,8 @@ use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
     Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection,
     Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler,
-    SchedulerKind, StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile,
-    DSCP_COUNT, PRIORITY_COUNT,
+    SchedulerKind, StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor,
+    WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::schema::{
     IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
