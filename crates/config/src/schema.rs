@@ -109,6 +109,7 @@ pub(crate) struct RawConfig {
     pub headroom_calc: RawHeadroomCalc,
     #[serde(default)]
     pub lldp: RawLldp,
+    #[serde(default)]
     pub fdb: RawFdb,
 }
 
