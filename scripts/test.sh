@@ -19,32 +19,12 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 say "disk: $(df -h --output=avail . | tail -1 | tr -d ' ') free here; a clean run writes about 2.9 GiB"
 
 # --- 1. what the machine needs ------------------------------------------------------------------
-apt_packages=(
-    tshark tcpdump iproute2 iperf3 ethtool procps kmod   # lab and conformance tests
-    iputils-ping util-linux coreutils                    # ping, chrt/setpriv, nice in the lab tests
-    libdpdk-dev dpdk-dev pkg-config clang libclang-dev   # the DPDK backend and its bindings
-    prometheus                                           # promtool, to check our metrics exposition
-    python3 jq                                           # helper scripts
-    lldpad lldpd                                         # DCBX/LLDP peers of the LLDP agent tests
-)
-missing=()
-for p in "${apt_packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-    say "installing apt packages: ${missing[*]}"
-    if [ "$(id -u)" -ne 0 ]; then
-        echo "scripts/test.sh: need root to install ${missing[*]} (and to run the namespace tests)" >&2
-        exit 1
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    # tshark asks whether non-root users may capture; answer for it.
-    echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# One list for scripts/lab.sh and this script (scripts/packages.sh).
+source scripts/packages.sh
+install_missing_packages "${HEADROOM_LAB_PACKAGES[@]}" "${HEADROOM_BUILD_PACKAGES[@]}" \
+    "${HEADROOM_TEST_PACKAGES[@]}" || exit 1
 
-for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool lldpad lldptool lldpd lldpcli unshare; do
+for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool prometheus lldpad lldptool lldpd lldpcli unshare; do
     command -v "$tool" >/dev/null || { echo "scripts/test.sh: $tool is still missing after install" >&2; exit 1; }
 done
 pkg-config --atleast-version=22.11 libdpdk || { echo "scripts/test.sh: DPDK >= 22.11 not found by pkg-config (libdpdk-dev)" >&2; exit 1; }

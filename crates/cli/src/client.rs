@@ -58,6 +58,10 @@ pub(crate) struct Target {
     /// Configuration file of the running switch (to find its control socket).
     #[arg(short, long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// The switch of the lab started with `headroom lab --prefix PREFIX` (several labs can run
+    /// side by side).
+    #[arg(long, global = true, value_name = "PREFIX", conflicts_with_all = ["socket", "config"])]
+    lab: Option<String>,
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     json: bool,
@@ -71,6 +75,9 @@ impl Target {
         if let Some(c) = &self.config {
             let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
             return Ok(config.runtime.control_socket);
+        }
+        if let Some(prefix) = &self.lab {
+            return lab_socket(prefix);
         }
         running_switch_socket(Path::new("/run/headroom"))
     }
@@ -91,7 +98,12 @@ impl Target {
         read_response(&mut BufReader::new(&stream))
     }
 
-    fn fetch<T: DeserializeOwned>(
+    /// The configuration file given with `--config`, if any.
+    pub(crate) fn config_file(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+
+    pub(crate) fn fetch<T: DeserializeOwned>(
         &self,
         request: &Request,
     ) -> Result<(T, serde_json::Value), String> {
@@ -105,6 +117,24 @@ impl Target {
             .map_err(|e| format!("unexpected answer: {e}"))?;
         Ok((typed, response.data))
     }
+}
+
+/// The control socket of lab `prefix`'s switch: from the state file `headroom lab` writes while
+/// the switch runs, else the generated configuration's socket (a switch started by hand with it).
+fn lab_socket(prefix: &str) -> Result<PathBuf, String> {
+    if let Some(state) = crate::lab::monitor::read_state(prefix) {
+        return Ok(PathBuf::from(state.control_socket));
+    }
+    let generated = Path::new(crate::lab::RUN_DIR).join(format!("{prefix}-lab.sock"));
+    if UnixStream::connect(&generated).is_ok() {
+        return Ok(generated);
+    }
+    Err(format!(
+        "no switch of lab {prefix:?} is running (no {} and nothing listens on {}); start it with \
+         `headroom lab --prefix {prefix}`",
+        crate::lab::monitor::state_path(prefix).display(),
+        generated.display()
+    ))
 }
 
 /// The control socket of the only switch running with its socket in `dir`. Socket files that
@@ -570,14 +600,24 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                let mut t = Table::new(["No.", "Vlan", "MacAddress", "Port", "Age(s)"]);
+                let mut t = Table::new(["No.", "Vlan", "MacAddress", "Port", "Type", "Age(s)"]);
                 for (i, r) in rows.iter().enumerate() {
                     t.row([
                         (i + 1).to_string(),
                         r.vlan.to_string(),
                         r.mac.clone(),
                         r.port.clone(),
-                        r.age_s.to_string(),
+                        if r.kind == "static" {
+                            "static"
+                        } else {
+                            "dynamic"
+                        }
+                        .to_owned(),
+                        if r.kind == "static" {
+                            "-".to_owned()
+                        } else {
+                            r.age_s.to_string()
+                        },
                     ]);
                 }
                 say!("{t}");
@@ -898,12 +938,22 @@ pub(crate) enum ConfigCommand {
     },
     /// List saved configurations.
     List,
+    /// Write a headroom configuration (TOML) from a SONiC CONFIG_DB JSON: PORT, CABLE_LENGTH,
+    /// BUFFER_*, PORT_QOS_MAP and the maps, WRED_PROFILE, SCHEDULER, QUEUE, PFC_WD,
+    /// DEVICE_METADATA's buffer model (docs/sonic.md). Tables and fields headroom does not
+    /// model are named in warnings; a bad value is refused with its JSON path (exit 2).
+    ImportSonic(crate::sonic::ImportArgs),
+    /// Write SONiC CONFIG_DB JSON from the configuration file given with `-c`, or else from the
+    /// running switch (its configuration with run-time changes).
+    ExportSonic(crate::sonic::ExportArgs),
 }
 
 pub(crate) fn config(target: &Target, command: ConfigCommand) -> ExitCode {
     match command {
         ConfigCommand::Save { name } => simple(target, &Request::ConfigSave { name }),
         ConfigCommand::Rollback { name } => simple(target, &Request::ConfigRollback { name }),
+        ConfigCommand::ImportSonic(args) => crate::sonic::import(&args),
+        ConfigCommand::ExportSonic(args) => crate::sonic::export(target, &args),
         ConfigCommand::List => match target.fetch::<Vec<String>>(&Request::ConfigList) {
             Ok((names, raw)) => {
                 if target.json {

@@ -13,10 +13,12 @@
 
 mod config;
 mod incast;
+pub(crate) mod monitor;
 
 use crate::check::EXIT_BAD_INPUT;
 use crate::logging;
 use clap::{Args, Subcommand};
+pub(crate) use config::RUN_DIR;
 use config::{
     host_ipv4, host_mac, host_namespace, is_lab_namespace, mac_text, port_name, switch_device,
     switch_namespace, LabSpec, DEFAULT_HOSTS, DEFAULT_PREFIX, DEFAULT_SPEED, HOST_DEVICE,
@@ -25,6 +27,7 @@ use config::{
 use headroom_afpacket::lab::NetnsGuard;
 use std::fmt;
 use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -85,6 +88,16 @@ struct UpArgs {
     /// (`dpdk`: net_af_packet, `dpdk-af-xdp`: net_af_xdp; needs a build with `--features dpdk`).
     #[arg(long, value_enum, default_value_t)]
     driver: config::LabDriver,
+    /// Port of the switch's Prometheus exporter on 127.0.0.1 of the namespace `headroom lab`
+    /// runs in. Default: the first free port from 9464 (or from `--config`'s
+    /// `runtime.prometheus_listen`), so that labs side by side each get their own.
+    #[arg(long, value_name = "PORT")]
+    metrics_port: Option<u16>,
+    /// Also run a Prometheus (Debian `prometheus`) scraping the lab's switch every second:
+    /// 127.0.0.1 only (first free port from 9090), storage in /run/headroom/P-prometheus. It
+    /// stops with the switch.
+    #[arg(long)]
+    monitor: bool,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -141,17 +154,70 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
     let mut spec = LabSpec::new(&args.prefix, args.hosts, &args.speed);
     spec.driver = args.driver;
     spec.check().map_err(LabError::Refused)?;
+    // A user configuration is read first: its exporter address is where the lab's search for
+    // a free port starts.
+    let user_config = match &args.config {
+        Some(path) => Some(
+            headroom_config::load(path)
+                .map_err(|e| LabError::Refused(format!("{}:\n{e}", path.display())))?,
+        ),
+        None => None,
+    };
+    // The exporter listens in the namespace `headroom lab` runs in (the switch namespace's
+    // loopback is for nobody): opened here, before this thread enters the switch namespace.
+    let exporter = if args.no_switch {
+        None
+    } else {
+        let listen = match &user_config {
+            Some((config, _)) => config.runtime.prometheus_listen,
+            None => Some(SocketAddr::from((
+                [127, 0, 0, 1],
+                config::DEFAULT_METRICS_PORT,
+            ))),
+        };
+        match (args.metrics_port, listen) {
+            (Some(port), listen) => {
+                let ip = listen.map_or(IpAddr::from([127, 0, 0, 1]), |a| a.ip());
+                let addr = SocketAddr::new(ip, port);
+                Some(crate::metrics::Exporter::bind(addr).map_err(|e| {
+                    LabError::Refused(format!(
+                        "--metrics-port {port}: cannot listen on {addr}: {e}"
+                    ))
+                })?)
+            }
+            (None, Some(addr)) => Some(
+                crate::metrics::Exporter::bind_first_free(addr, 100).map_err(LabError::Failed)?,
+            ),
+            (None, None) => None,
+        }
+    };
+    let metrics_addr = exporter
+        .as_ref()
+        .and_then(crate::metrics::Exporter::local_addr);
+    if let Some(addr) = metrics_addr {
+        spec.metrics_port = addr.port();
+    }
+    if args.monitor && metrics_addr.is_none() {
+        return Err(LabError::Refused(
+            "--monitor needs the switch's Prometheus exporter (the configuration disables it, \
+             or --no-switch was given)"
+                .into(),
+        ));
+    }
+    if args.monitor && find_on_path("prometheus").is_none() {
+        return Err(LabError::Refused(
+            "--monitor: prometheus: not found — apt install prometheus".into(),
+        ));
+    }
     // The configuration first: a bad --speed or --config is refused before anything is built.
     let generated = spec.config_toml();
-    let (config, config_path) = match &args.config {
-        Some(path) => {
-            let (config, warnings) = headroom_config::load(path)
-                .map_err(|e| LabError::Refused(format!("{}:\n{e}", path.display())))?;
+    let (config, config_path) = match (&args.config, user_config) {
+        (Some(path), Some((config, warnings))) => {
             print_warnings(&warnings);
             check_devices(&spec, &config)?;
             (config, path.clone())
         }
-        None => {
+        _ => {
             let path = args
                 .write_config
                 .clone()
@@ -186,16 +252,51 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
     if args.config.is_none() {
         write_config(&config_path, &generated)?;
     }
-    print_usage(&spec, &config, &config_path, args.no_switch);
+    monitor::stop_stale_monitor(&spec.prefix);
+    // Prometheus is spawned here, in the namespace `headroom lab` runs in, like the exporter.
+    let monitor = match (args.monitor, metrics_addr) {
+        (true, Some(addr)) => Some(
+            monitor::Monitor::start(&spec.prefix, &[(config.switch.name.clone(), addr)])
+                .map_err(|e| LabError::Failed(format!("--monitor: {e}")))?,
+        ),
+        _ => None,
+    };
+    print_usage(
+        &spec,
+        &config,
+        &config_path,
+        args.no_switch,
+        metrics_addr,
+        monitor.as_ref(),
+    );
+    print_missing_tools();
     if args.no_switch {
         return Ok(ExitCode::SUCCESS);
+    }
+    let state = monitor::LabState {
+        prefix: spec.prefix.clone(),
+        pid: std::process::id(),
+        config: config_path.display().to_string(),
+        control_socket: config.runtime.control_socket.display().to_string(),
+        metrics: metrics_addr.map(|a| a.to_string()),
+        prometheus: monitor.as_ref().map(|m| m.addr.to_string()),
+        prometheus_pid: monitor.as_ref().map(monitor::Monitor::pid),
+    };
+    if let Err(e) = monitor::write_state(&state) {
+        eprintln!(
+            "warning: cannot write {}: {e} (`--lab {}` will not find this switch)",
+            monitor::state_path(&spec.prefix).display(),
+            spec.prefix
+        );
     }
     // Run the switch from inside its namespace: the packet sockets, the offload ioctls and the
     // lcore threads (which inherit the namespace of the thread that spawns them) are all there.
     let guard = NetnsGuard::enter(&switch_ns)
         .map_err(|e| LabError::Failed(format!("cannot enter namespace {switch_ns}: {e}")))?;
-    let code = crate::run::run(&config_path, args.log_format);
+    let code = crate::run::run_with(&config_path, args.log_format, exporter);
     drop(guard);
+    drop(monitor);
+    monitor::remove_state(&spec.prefix);
     println!(
         "\nThe lab stays up: `headroom lab --prefix {p}` starts the switch again, \
          `headroom lab down --prefix {p}` removes the lab.",
@@ -384,6 +485,9 @@ fn offloads_off(namespace: &str, device: &str) -> Result<(), LabError> {
 fn build(spec: &LabSpec) -> Result<(), LabError> {
     let switch_ns = spec.switch_namespace();
     ensure_namespace(&switch_ns)?;
+    // Loopback up, so that a switch run by hand in the namespace (`ip netns exec P-sw headroom
+    // run`) serves its metrics and anything else on 127.0.0.1 there.
+    ip(&["-n", &switch_ns, "link", "set", "lo", "up"], None)?;
     // No IPv6 anywhere: no router solicitations, MLD reports or DAD probes in the captures.
     for key in [
         "net.ipv6.conf.all.disable_ipv6",
@@ -483,7 +587,55 @@ fn write_config(path: &Path, text: &str) -> Result<(), LabError> {
         .map_err(|e| LabError::Failed(format!("writing {}: {e}", path.display())))
 }
 
-fn print_usage(spec: &LabSpec, config: &headroom_config::Config, path: &Path, no_switch: bool) {
+/// The tools the printed commands use, and the Debian package of each.
+const SUGGESTED_TOOLS: [(&str, &str); 5] = [
+    ("ping", "iputils-ping"),
+    ("iperf3", "iperf3"),
+    ("tcpdump", "tcpdump"),
+    ("nstat", "iproute2"),
+    ("tshark", "tshark"),
+];
+
+/// `program`'s path if it is on the PATH.
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The suggested tools that are not on the PATH, with their packages.
+fn missing_tools() -> Vec<(&'static str, &'static str)> {
+    SUGGESTED_TOOLS
+        .iter()
+        .copied()
+        .filter(|(tool, _)| find_on_path(tool).is_none())
+        .collect()
+}
+
+/// Names each suggested tool that is missing with its package; the lab runs without them.
+fn print_missing_tools() {
+    let missing = missing_tools();
+    for (tool, package) in &missing {
+        println!("note: {tool}: not found — apt install {package}");
+    }
+    if !missing.is_empty() {
+        println!(
+            "      (the commands above use them; the lab runs without them; scripts/lab.sh \
+             installs them all)"
+        );
+    }
+}
+
+fn print_usage(
+    spec: &LabSpec,
+    config: &headroom_config::Config,
+    path: &Path,
+    no_switch: bool,
+    metrics: Option<SocketAddr>,
+    monitor: Option<&monitor::Monitor>,
+) {
     let p = &spec.prefix;
     let speed_mbps = config.ports.first().map_or(0, |port| port.speed_mbps);
     let sw = spec.switch_namespace();
@@ -537,6 +689,22 @@ fn print_usage(spec: &LabSpec, config: &headroom_config::Config, path: &Path, no
             port2 = port_name(2),
         );
     }
+    if let Some(addr) = metrics {
+        println!("\nPrometheus metrics of the switch: curl http://{addr}/metrics");
+    }
+    if let Some(m) = monitor {
+        println!(
+            "Prometheus (scraping every {}s): http://{}  e.g. curl 'http://{}/api/v1/query?query=headroom_pfc_tx_frames_total'\n  \
+             (configuration and storage in {})",
+            monitor::SCRAPE_INTERVAL_S,
+            m.addr,
+            m.addr,
+            m.dir.display()
+        );
+    }
+    if p != DEFAULT_PREFIX {
+        println!("Drive this lab with --lab {p}: headroom show pfc counters --lab {p}");
+    }
     if no_switch {
         println!(
             "\nThe switch is not running: `headroom lab --prefix {p}` starts it (or \
@@ -574,6 +742,13 @@ fn down_inner(args: &DownArgs) -> Result<(), LabError> {
             );
         }
         ip(&["netns", "del", name], None)?;
+    }
+    monitor::stop_stale_monitor(&args.prefix);
+    monitor::remove_state(&args.prefix);
+    let monitor_dir = monitor::monitor_dir(&args.prefix);
+    if monitor_dir.exists() {
+        std::fs::remove_dir_all(&monitor_dir)
+            .map_err(|e| LabError::Failed(format!("removing {}: {e}", monitor_dir.display())))?;
     }
     let spec = LabSpec::new(&args.prefix, DEFAULT_HOSTS, DEFAULT_SPEED);
     let config_path = PathBuf::from(spec.default_config_path());

@@ -7,6 +7,7 @@ mod lab;
 mod logging;
 mod metrics;
 mod run;
+mod sonic;
 mod table;
 mod top;
 
@@ -80,8 +81,8 @@ enum Command {
         #[command(subcommand)]
         change: client::SetCommand,
     },
-    /// Save, roll back and list named snapshots of the running configuration. Snapshot before
-    /// every change; one command rolls back.
+    /// Save, roll back and list named snapshots of the running configuration (snapshot before
+    /// every change; one command rolls back); import and export SONiC CONFIG_DB JSON.
     Config {
         #[command(flatten)]
         target: client::Target,

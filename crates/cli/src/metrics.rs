@@ -32,6 +32,31 @@ impl Exporter {
         Ok(Self { server })
     }
 
+    /// Binds `addr`, or the first free port after it (up to `tries` ports): several labs on one
+    /// machine each get their own. The listening socket lives in the network namespace of the
+    /// calling thread, whatever namespace the thread enters afterwards.
+    pub(crate) fn bind_first_free(addr: SocketAddr, tries: u16) -> Result<Self, String> {
+        let mut last = String::new();
+        for offset in 0..tries.max(1) {
+            let Some(port) = addr.port().checked_add(offset) else {
+                break;
+            };
+            let candidate = SocketAddr::new(addr.ip(), port);
+            match tiny_http::Server::http(candidate) {
+                Ok(server) => return Ok(Self { server }),
+                Err(e) => last = format!("{candidate}: {e}"),
+            }
+        }
+        Err(format!(
+            "no free port for the Prometheus exporter from {addr} on ({last})"
+        ))
+    }
+
+    /// The address it listens on.
+    pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
+        self.server.server_addr().to_ip()
+    }
+
     /// Answers every pending scrape (non-blocking).
     pub(crate) fn serve(&self, control: &ControlPlane, running: &Running) {
         while let Ok(Some(request)) = self.server.try_recv() {

@@ -77,6 +77,17 @@ fn pool_full(backend: &mut AnyBackend) -> bool {
 }
 
 pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode {
+    run_with(path, log_format, None)
+}
+
+/// [`run`] with the Prometheus exporter already listening (`headroom lab` opens it in the
+/// namespace it was started from, before it enters the switch's): `runtime.prometheus_listen`
+/// is then not bound again.
+pub(crate) fn run_with(
+    path: &Path,
+    log_format: Option<logging::Format>,
+    exporter: Option<crate::metrics::Exporter>,
+) -> ExitCode {
     let config = match load(path) {
         Ok(c) => c,
         Err(code) => return code,
@@ -131,15 +142,22 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    let metrics = match control.config().runtime.prometheus_listen {
-        Some(addr) => match crate::metrics::Exporter::bind(addr) {
+    if let Some(addr) = exporter
+        .as_ref()
+        .and_then(crate::metrics::Exporter::local_addr)
+    {
+        tracing::info!(%addr, "Prometheus metrics at http://{addr}/metrics");
+    }
+    let metrics = match (exporter, control.config().runtime.prometheus_listen) {
+        (Some(exporter), _) => Some(exporter),
+        (None, Some(addr)) => match crate::metrics::Exporter::bind(addr) {
             Ok(m) => Some(m),
             Err(e) => {
                 tracing::error!(%addr, error = %e, "cannot listen for Prometheus");
                 return ExitCode::from(EXIT_START_FAILED);
             }
         },
-        None => None,
+        (None, None) => None,
     };
     tracing::info!(
         config = %path.display(),

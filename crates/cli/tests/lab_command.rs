@@ -193,15 +193,19 @@ fn refuses_without_root_with_exit_2() {
 #[test]
 fn refuses_bad_arguments_before_building_anything() {
     common::require(&[]);
+    // The speed is every generated port's: its error may name the ports, but says the flag.
     for (args, expected) in [
-        (&["--hosts", "1"][..], "--hosts"),
-        (&["--hosts", "65"][..], "--hosts"),
+        (&["--hosts", "1"][..], &["--hosts"][..]),
+        (&["--hosts", "65"][..], &["--hosts"][..]),
         (
             &["--speed", "fast"][..],
-            "--speed fast: \"fast\" is not a speed",
+            &["--speed fast: ", "\"fast\" is not a speed"][..],
         ),
-        (&["--speed", "0"][..], "--speed 0: 0 Mb/s is out of range"),
-        (&["--speed", "1\"G"][..], "--speed"),
+        (
+            &["--speed", "0"][..],
+            &["--speed 0: ", "0 Mb/s is out of range"][..],
+        ),
+        (&["--speed", "1\"G"][..], &["--speed"][..]),
     ] {
         let out = Command::new(HEADROOM)
             .args(["lab", "up", "--no-switch", "--prefix", "e2e-badargs"])
@@ -211,7 +215,9 @@ fn refuses_bad_arguments_before_building_anything() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.starts_with("headroom lab: "), "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        for part in expected {
+            assert!(stderr.contains(part), "{args:?}: {stderr}");
+        }
     }
     for prefix in ["Bad", "a/b", "", "abcdefghijklmnopq"] {
         let out = Command::new(HEADROOM)

@@ -16,6 +16,7 @@ mod headroom;
 mod model;
 mod resolve;
 mod schema;
+pub mod sonic;
 mod values;
 
 use std::path::Path;
@@ -30,7 +31,7 @@ pub use model::{
     BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, Lldp,
     LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port,
     PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind,
-    Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT,
+    StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT,
     PRIORITY_COUNT,
 };
 pub use resolve::lossless_profile_name;

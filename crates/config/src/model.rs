@@ -37,6 +37,20 @@ pub struct Config {
     pub dpdk: Dpdk,
     /// The LLDP/DCBX agent.
     pub lldp: Lldp,
+    /// Static MAC table entries (`[[fdb.static]]`), in file order.
+    pub fdb_static: Vec<StaticFdb>,
+}
+
+/// A static MAC table entry (IEEE 802.1Q 8.8.1 static filtering entry; SONiC's static FDB):
+/// frames to `mac` in `vlan_id` go to `port`, never flooded, never aged, not moved by learning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticFdb {
+    /// Station address (unicast).
+    pub mac: [u8; 6],
+    /// VLAN, 1..=4094.
+    pub vlan_id: u16,
+    /// Index of the port in [`Config::ports`].
+    pub port: usize,
 }
 
 /// `[lldp]`: the LLDP (IEEE 802.1AB-2016) and DCBX (IEEE 802.1Qaz) agent.
@@ -168,6 +182,11 @@ pub struct Switch {
     pub log_format: LogFormat,
     /// Log level.
     pub log_level: LogLevel,
+    /// SONiC `DEVICE_METADATA|localhost.platform` (informational; `config import-sonic` takes
+    /// the ASIC's cell size from it).
+    pub platform: Option<String>,
+    /// SONiC `DEVICE_METADATA|localhost.hwsku` (informational).
+    pub hwsku: Option<String>,
 }
 
 /// `[headroom_calc]`: inputs of the headroom formula besides the port.
@@ -523,6 +542,8 @@ pub struct Port {
     pub name: String,
     /// Linux interface name (afpacket) or DPDK device (PCI address / vdev) or any label (memory).
     pub device: String,
+    /// SONiC `PORT.alias` (the front-panel name, e.g. `etp1`; informational).
+    pub alias: Option<String>,
     /// Port MAC address (source of PFC frames).
     pub mac: [u8; 6],
     /// Port speed, Mb/s (SONiC's unit, used in profile names and the headroom formula).

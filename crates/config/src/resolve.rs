@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use indexmap::IndexMap;
 
 use crate::defaults::{self as def, AZURE};
-use crate::error::{join_key, Diagnostics};
+use crate::error::{join_key, Diagnostic, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
     Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection,
     Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler,
-    SchedulerKind, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile,
-    DSCP_COUNT, PRIORITY_COUNT,
+    SchedulerKind, StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor,
+    WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::schema::{
     IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
@@ -205,6 +205,12 @@ impl Resolver<'_, '_> {
                 "a device belongs to one port: set it in [port.<name>]",
             );
         }
+        if raw.port_defaults.alias.is_some() {
+            self.d.error_at_key(
+                "port_defaults.alias",
+                "an alias names one port: set it in [port.<name>]",
+            );
+        }
         if raw.port_defaults.mac.is_some() {
             self.d.error_at_key(
                 "port_defaults.mac",
@@ -225,11 +231,19 @@ impl Resolver<'_, '_> {
             lldp: &lldp,
         };
         let mut ports = Vec::with_capacity(raw.port.len());
+        // What a port's checks find about a value the port does not write itself (a
+        // `[port_defaults]` key, a shared profile or map) is found once per port: it is reported
+        // once, naming every port it applies to.
+        let mut per_port = PerPortFindings::default();
         for (index, (name, raw_port)) in raw.port.iter().enumerate() {
-            if let Some(port) = self.port(index, name, raw_port, &context) {
+            let (errors_before, warnings_before) = (self.d.errors.len(), self.d.warnings.len());
+            let port = self.port(index, name, raw_port, &context);
+            per_port.take(self.d, name, errors_before, warnings_before);
+            if let Some(port) = port {
                 ports.push(port);
             }
         }
+        per_port.report(self.d);
         self.unique_devices();
         self.lldp_checks(&lldp, &ports);
 
@@ -238,6 +252,7 @@ impl Resolver<'_, '_> {
 
         let runtime = self.runtime(&switch, environment);
         let dpdk = self.dpdk(&switch);
+        let fdb_static = self.fdb_static(&ports);
         self.warn_unused(&pools, &ports);
 
         if !self.d.errors.is_empty() {
@@ -254,7 +269,83 @@ impl Resolver<'_, '_> {
             runtime,
             dpdk,
             lldp,
+            fdb_static,
         })
+    }
+
+    /// `[[fdb.static]]`: each entry's MAC unicast, its port one of the ports, its VLAN (default:
+    /// the port's access VLAN) one the port is a member of, no station twice.
+    fn fdb_static(&mut self, ports: &[Port]) -> Vec<StaticFdb> {
+        let mut out: Vec<StaticFdb> = Vec::new();
+        for (i, raw) in self.raw.fdb.static_entries.iter().enumerate() {
+            let path = format!("fdb.static[{i}]");
+            let mac = match parse_unicast_mac(&raw.mac) {
+                Ok(mac) => mac,
+                Err(reason) => {
+                    self.d.error(&join_key(&path, "mac"), reason);
+                    continue;
+                }
+            };
+            let Some(index) = ports.iter().position(|p| p.name == raw.port) else {
+                self.d.error(
+                    &join_key(&path, "port"),
+                    format!("no port named {:?}", raw.port),
+                );
+                continue;
+            };
+            let port = &ports[index];
+            let vlan_id = match raw.vlan {
+                Some(v) => match in_range(v, 1, 4094) {
+                    Ok(v) => to_u16(v),
+                    Err(reason) => {
+                        self.d.error(&join_key(&path, "vlan"), reason);
+                        continue;
+                    }
+                },
+                None => match &port.vlan {
+                    Vlan::Access { vlan_id } => *vlan_id,
+                    Vlan::Trunk { .. } => {
+                        self.d.error(
+                            &path,
+                            format!("port {} is a trunk: give the entry's vlan", port.name),
+                        );
+                        continue;
+                    }
+                },
+            };
+            let member = match &port.vlan {
+                Vlan::Access { vlan_id: v } => *v == vlan_id,
+                Vlan::Trunk {
+                    allowed_vlan_ids, ..
+                } => allowed_vlan_ids.contains(&vlan_id),
+            };
+            if !member {
+                self.d.error(
+                    &join_key(&path, "vlan"),
+                    format!("port {} is not a member of VLAN {vlan_id}", port.name),
+                );
+                continue;
+            }
+            if let Some(first) = out
+                .iter()
+                .position(|e| e.mac == mac && e.vlan_id == vlan_id)
+            {
+                self.d.error(
+                    &join_key(&path, "mac"),
+                    format!(
+                        "{} in VLAN {vlan_id} is already fdb.static[{first}]",
+                        raw.mac
+                    ),
+                );
+                continue;
+            }
+            out.push(StaticFdb {
+                mac,
+                vlan_id,
+                port: index,
+            });
+        }
+        out
     }
 
     fn lldp(&mut self, switch: &Switch) -> Lldp {
@@ -341,16 +432,20 @@ impl Resolver<'_, '_> {
             .iter()
             .filter(|p| p.lldp_admin_status.transmits() && !p.pfc_enable.contains(priority))
             .collect();
-        if let Some(first) = lossy.first() {
+        if !lossy.is_empty() {
+            // Every such port named, each with its pfc_enable (one line naming all).
+            let named: Vec<String> = lossy
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.pfc_enable.to_sonic_string()))
+                .collect();
             self.d.error(
                 "lldp.roce_priority",
                 format!(
-                    "priority {priority} is not in pfc_enable of port {} ({}){}: the RoCEv2 \
+                    "priority {priority} is not in pfc_enable of port{} {}: the RoCEv2 \
                      application entry would send RoCE to a lossy priority (set lldp_admin_status \
                      = \"rx_only\" or \"disabled\" on ports without PFC there)",
-                    first.name,
-                    first.pfc_enable.to_sonic_string(),
-                    more_ports(lossy.len()),
+                    if named.len() == 1 { "" } else { "s" },
+                    named.join(", "),
                 ),
             );
         }
@@ -443,6 +538,8 @@ impl Resolver<'_, '_> {
                 RawLogLevel::Debug => LogLevel::Debug,
                 RawLogLevel::Trace => LogLevel::Trace,
             },
+            platform: raw.platform.clone(),
+            hwsku: raw.hwsku.clone(),
         }
     }
 
@@ -1010,17 +1107,10 @@ impl Resolver<'_, '_> {
                     None
                 }
                 (Some(th), None) => {
+                    // The field given is the profile's threshold mode (SAI's THRESHOLD_MODE is a
+                    // profile attribute; SONiC's TD3 template puts static_th profiles in a dynamic
+                    // pool). The pool's mode names the field of the profiles headroom makes.
                     let th_path = join_key(&path, "dynamic_th");
-                    if pool.mode == ThresholdMode::Static {
-                        self.d.error_at_key(
-                            &th_path,
-                            format!(
-                                "pool {:?} is static: its profiles take static_th \
-                                 (SONiC names the field <mode>_th)",
-                                pool.name
-                            ),
-                        );
-                    }
                     match in_range(th, -8, 7) {
                         Ok(th) => Some(Threshold::Dynamic {
                             dynamic_th: i8::try_from(th).unwrap_or(0),
@@ -1031,21 +1121,9 @@ impl Resolver<'_, '_> {
                         }
                     }
                 }
-                (None, Some(bytes)) => {
-                    if pool.mode == ThresholdMode::Dynamic {
-                        self.d.error_at_key(
-                            &join_key(&path, "static_th"),
-                            format!(
-                                "pool {:?} is dynamic: its profiles take dynamic_th \
-                                 (SONiC names the field <mode>_th)",
-                                pool.name
-                            ),
-                        );
-                    }
-                    Some(Threshold::Static {
-                        static_th_bytes: bytes,
-                    })
-                }
+                (None, Some(bytes)) => Some(Threshold::Static {
+                    static_th_bytes: bytes,
+                }),
                 (None, None) => {
                     if computed {
                         Some(default_threshold(pool.mode, calc))
@@ -1666,6 +1744,7 @@ impl Resolver<'_, '_> {
         let port = Port {
             name: name.to_owned(),
             device,
+            alias: raw.alias.clone(),
             mac,
             speed_mbps,
             speed_bits_per_second: speed_mbps * 1_000_000,
@@ -2241,10 +2320,9 @@ impl Resolver<'_, '_> {
             let given = templates.get(&profile).map_or(0, |t| t.xoff_bytes);
             let message = format!(
                 "{given} bytes of headroom is below the {required} bytes the headroom formula \
-                 requires for port {}{}; raise xoff, use headroom = \"computed\", or set \
+                 requires for {}; raise xoff, use headroom = \"computed\", or set \
                  headroom_calc.allow_headroom_below_minimum = true",
-                port_names.first().copied().unwrap_or(""),
-                more_ports(port_names.len())
+                ports_named(&port_names)
             );
             if calc.allow_headroom_below_minimum {
                 self.d.warning(&path, message);
@@ -2265,9 +2343,8 @@ impl Resolver<'_, '_> {
                 &path,
                 format!(
                     "xon {xon} bytes is above the XOFF point {xoff_point} bytes (size + shared \
-                     limit) of port {}{}: XON would be sent while the PG is still above XOFF",
-                    port_names.first().copied().unwrap_or(""),
-                    more_ports(port_names.len())
+                     limit) of {}: XON would be sent while the PG is still above XOFF",
+                    ports_named(&port_names)
                 ),
             );
         }
@@ -2298,10 +2375,10 @@ impl Resolver<'_, '_> {
             self.d.warning(
                 &path,
                 format!(
-                    "port {first_port}{} queue {queue}: ECN starts marking at {min_threshold} \
+                    "{} queue {queue}: ECN starts marking at {min_threshold} \
                      bytes, at or above the XOFF point {xoff_point} bytes of lossless PG {pg} \
                      feeding it: PFC will pause the peer before any packet is marked",
-                    more_ports(port_names.len())
+                    ports_named(&port_names)
                 ),
             );
         }
@@ -2634,11 +2711,61 @@ fn drop_unused_builtin_pools(
     (pools, ports)
 }
 
-fn more_ports(count: usize) -> String {
-    match count {
-        0 | 1 => String::new(),
-        2 => " (and 1 more port)".to_owned(),
-        n => format!(" (and {} more ports)", n - 1),
+/// "port a" or "ports a, b, c": every port a finding applies to, named.
+fn ports_named(names: &[&str]) -> String {
+    match names {
+        [one] => format!("port {one}"),
+        _ => format!("ports {}", names.join(", ")),
+    }
+}
+
+/// Diagnostics found while one port was resolved, gathered so that a finding about a value the
+/// port does not write itself (from `[port_defaults]`, a shared profile or map) is reported once,
+/// naming every port it applies to, instead of once per port without a name.
+#[derive(Default)]
+struct PerPortFindings {
+    /// (is error, key, message) → ports, in order of first finding.
+    found: IndexMap<(bool, String, String), (Diagnostic, Vec<String>)>,
+}
+
+impl PerPortFindings {
+    /// Moves the diagnostics recorded for port `name` since the given counts out of `d`.
+    fn take(&mut self, d: &mut Diagnostics<'_>, name: &str, errors: usize, warnings: usize) {
+        let new_errors: Vec<Diagnostic> = d.errors.drain(errors..).collect();
+        let new_warnings: Vec<Diagnostic> = d.warnings.drain(warnings..).collect();
+        for (is_error, diagnostic) in new_errors
+            .into_iter()
+            .map(|e| (true, e))
+            .chain(new_warnings.into_iter().map(|w| (false, w)))
+        {
+            let entry = self
+                .found
+                .entry((is_error, diagnostic.key.clone(), diagnostic.message.clone()))
+                .or_insert_with(|| (diagnostic, Vec::new()));
+            if !entry.1.iter().any(|n| n == name) {
+                entry.1.push(name.to_owned());
+            }
+        }
+    }
+
+    /// Puts the findings back, each once; one about a key outside the port's own table names
+    /// the port(s).
+    fn report(self, d: &mut Diagnostics<'_>) {
+        for ((is_error, _, _), (mut diagnostic, names)) in self.found {
+            let own_key = names.len() == 1 && {
+                let own = port_path(&names[0]);
+                diagnostic.key == own || diagnostic.key.starts_with(&format!("{own}."))
+            };
+            if !own_key {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                diagnostic.message = format!("{}: {}", ports_named(&names), diagnostic.message);
+            }
+            if is_error {
+                d.errors.push(diagnostic);
+            } else {
+                d.warnings.push(diagnostic);
+            }
+        }
     }
 }
 

@@ -109,6 +109,25 @@ pub(crate) struct RawConfig {
     pub headroom_calc: RawHeadroomCalc,
     #[serde(default)]
     pub lldp: RawLldp,
+    #[serde(default)]
+    pub fdb: RawFdb,
+}
+
+/// `[fdb]`: the MAC table's configured part.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFdb {
+    #[serde(rename = "static", default)]
+    pub static_entries: Vec<RawStaticFdb>,
+}
+
+/// `[[fdb.static]]`: a station the switch knows without learning it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStaticFdb {
+    pub mac: String,
+    pub port: String,
+    pub vlan: Option<i64>,
 }
 
 /// `[lldp]`: the LLDP/DCBX agent (IEEE 802.1AB, 802.1Qaz).
@@ -176,6 +195,8 @@ pub(crate) struct RawSwitch {
     pub pfc_storm_alarm_frames_per_second: Option<i64>,
     pub log_format: Option<RawLogFormat>,
     pub log_level: Option<RawLogLevel>,
+    pub platform: Option<String>,
+    pub hwsku: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -221,6 +242,7 @@ pub(crate) struct RawQueue {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPort {
     pub device: Option<String>,
+    pub alias: Option<String>,
     pub mac: Option<String>,
     pub speed: Option<IntOrText>,
     pub cable_length: Option<IntOrText>,

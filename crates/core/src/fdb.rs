@@ -7,6 +7,10 @@
 //!
 //! With several ingress sides each keeps its own table; [`Fdb::learn_remote`] applies what the
 //! other sides learned (newest wins), see [`crate::fdb_sync`].
+//!
+//! Static entries (IEEE 802.1Q 8.8.1 static filtering entries; SONiC's static FDB) are
+//! installed by configuration in every side's table ([`Fdb::with_static`]): never aged, never
+//! moved by learning or by another side, kept by flushes.
 
 use crate::time::Instant;
 use crate::types::PortId;
@@ -27,6 +31,8 @@ struct Slot {
     /// The other ingress sides may not know the latest learn of this station (its publication
     /// found a full ring): publish it at the next learn. Fits in the slot's padding.
     sync_pending: bool,
+    /// A static entry: configured, not learned (also in the padding).
+    pinned: bool,
     last_seen_ns: u64,
 }
 
@@ -52,6 +58,8 @@ pub enum Learned {
     /// Known from a later observation than `now` (another ingress side heard the station after
     /// this side read its clock): unchanged, the newest wins.
     Superseded,
+    /// A static entry: unchanged (learning neither refreshes nor moves it).
+    Static,
 }
 
 /// A MAC table entry as the control plane lists it.
@@ -63,8 +71,10 @@ pub struct FdbEntry {
     pub mac: [u8; 6],
     /// Port it was last seen on.
     pub port: PortId,
-    /// When it was last seen.
+    /// When it was last seen (static entries: when installed, time 0).
     pub last_seen: Instant,
+    /// A static entry (configured, never aged).
+    pub is_static: bool,
 }
 
 /// A MAC table.
@@ -82,7 +92,11 @@ fn key(vid: u16, mac: [u8; 6]) -> u64 {
 }
 
 /// Tombstones a used slot last seen at or before `until`; marks it sync-pending otherwise.
+/// Static entries stay.
 fn forget_until(slot: &mut Slot, until: Instant) {
+    if slot.pinned {
+        return;
+    }
     if slot.last_seen_ns <= until.as_nanos() {
         *slot = Slot {
             key: TOMBSTONE,
@@ -112,16 +126,59 @@ impl Fdb {
         }
     }
 
+    /// A table as [`Fdb::new`] with the static entries `(vid, mac, port)` installed; those that
+    /// find no slot within the probe limit are returned.
+    #[must_use]
+    pub fn with_static(
+        capacity: u32,
+        aging_ns: u64,
+        entries: &[(u16, [u8; 6], PortId)],
+    ) -> (Self, Vec<(u16, [u8; 6], PortId)>) {
+        let mut fdb = Self::new(capacity, aging_ns);
+        let refused = entries
+            .iter()
+            .copied()
+            .filter(|&(vid, mac, port)| !fdb.pin(vid, mac, port))
+            .collect();
+        (fdb, refused)
+    }
+
+    /// Installs a static entry: `mac` in `vid` is on `port` until reconfigured. Returns false
+    /// when no slot is free within the probe limit.
+    pub fn pin(&mut self, vid: u16, mac: [u8; 6], port: PortId) -> bool {
+        let k = key(vid, mac);
+        let slot = Slot {
+            key: k,
+            port: port.0,
+            sync_pending: false,
+            pinned: true,
+            last_seen_ns: 0,
+        };
+        match self.find(k, Instant::from_nanos(0)) {
+            Ok(idx) => {
+                self.slots[idx] = slot;
+                true
+            }
+            Err(Some(idx)) => {
+                self.occupy(idx, slot);
+                true
+            }
+            Err(None) => false,
+        }
+    }
+
     /// Seen within the aging time (whatever the slot holds).
     #[inline]
     fn fresh(&self, last_seen_ns: u64, now: Instant) -> bool {
         now.as_nanos().saturating_sub(last_seen_ns) < self.aging_ns
     }
 
-    /// Holds a station that has not aged out.
+    /// Holds a station that has not aged out (static entries never do).
     #[inline]
     fn live(&self, slot: &Slot, now: Instant) -> bool {
-        slot.key != 0 && slot.key != TOMBSTONE && self.fresh(slot.last_seen_ns, now)
+        slot.key != 0
+            && slot.key != TOMBSTONE
+            && (slot.pinned || self.fresh(slot.last_seen_ns, now))
     }
 
     /// The slot holding `k` if it is within the probe limit, else the first reusable slot on the
@@ -177,11 +234,15 @@ impl Fdb {
             key: k,
             port: port.0,
             sync_pending: false,
+            pinned: false,
             last_seen_ns: now.as_nanos(),
         };
         match self.find(k, now) {
             Ok(idx) => {
                 let slot = self.slots[idx];
+                if slot.pinned {
+                    return Learned::Static;
+                }
                 // Only an update from another side can be newer than `now`.
                 if slot.last_seen_ns > now.as_nanos() {
                     return Learned::Superseded;
@@ -216,11 +277,15 @@ impl Fdb {
             key: k,
             port: port.0,
             sync_pending: false,
+            pinned: false,
             last_seen_ns: seen.as_nanos(),
         };
         match self.find(k, now) {
             Ok(idx) => {
                 let slot = self.slots[idx];
+                if slot.pinned {
+                    return None;
+                }
                 let alive = self.fresh(slot.last_seen_ns, now);
                 if alive && slot.last_seen_ns >= seen.as_nanos() {
                     return None;
@@ -262,8 +327,7 @@ impl Fdb {
         for i in 0..PROBE_LIMIT {
             let slot = &self.slots[(start + i) & self.mask];
             if slot.key == k {
-                return self
-                    .fresh(slot.last_seen_ns, now)
+                return (slot.pinned || self.fresh(slot.last_seen_ns, now))
                     .then_some(PortId(slot.port));
             }
             if slot.key == 0 {
@@ -273,7 +337,8 @@ impl Fdb {
         None
     }
 
-    /// Forgets every station learned on `port` (link down, reconfiguration).
+    /// Forgets every station learned on `port` (link down, reconfiguration); static entries
+    /// stay.
     pub fn flush_port(&mut self, port: PortId) {
         self.flush_port_until(port, Instant::from_nanos(u64::MAX));
     }
@@ -289,10 +354,23 @@ impl Fdb {
         }
     }
 
-    /// Forgets everything.
+    /// Forgets every learned station; static entries stay (as SONiC's `sonic-clear fdb all`
+    /// keeps static FDB entries).
     pub fn flush(&mut self) {
-        self.slots.fill(Slot::default());
-        self.entries = 0;
+        let statics = self.slots.iter().any(|s| s.pinned);
+        if !statics {
+            self.slots.fill(Slot::default());
+            self.entries = 0;
+            return;
+        }
+        for s in &mut self.slots {
+            if s.key != 0 && s.key != TOMBSTONE && !s.pinned {
+                *s = Slot {
+                    key: TOMBSTONE,
+                    ..Slot::default()
+                };
+            }
+        }
     }
 
     /// Forgets every station last seen at or before `until` (see [`Fdb::flush_port_until`]).
@@ -317,6 +395,7 @@ impl Fdb {
                     mac: [b[2], b[3], b[4], b[5], b[6], b[7]],
                     port: PortId(s.port),
                     last_seen: Instant::from_nanos(s.last_seen_ns),
+                    is_static: s.pinned,
                 }
             })
     }
@@ -463,8 +542,47 @@ mod tests {
                 vid: 4094,
                 mac,
                 port: PortId(7),
-                last_seen: Instant::from_nanos(5)
+                last_seen: Instant::from_nanos(5),
+                is_static: false,
             }]
         );
+    }
+
+    #[test]
+    fn static_entries_never_age_move_or_flush() {
+        let at = Instant::from_nanos;
+        let (mut f, refused) = Fdb::with_static(64, 1_000, &[(1, A, PortId(2))]);
+        assert!(refused.is_empty());
+        // Never aged.
+        assert_eq!(f.lookup(1, A, at(u64::MAX / 2)), Some(PortId(2)));
+        // Learning on another port neither moves nor refreshes it; the other VLAN learns.
+        assert_eq!(f.learn(1, A, PortId(3), at(10)), Learned::Static);
+        assert_eq!(f.lookup(1, A, at(10)), Some(PortId(2)));
+        assert_eq!(f.learn(2, A, PortId(3), at(10)), Learned::New);
+        // Another side's learn does not move it either.
+        assert_eq!(f.learn_remote(1, A, PortId(4), at(20), at(21)), None);
+        assert_eq!(f.lookup(1, A, at(21)), Some(PortId(2)));
+        // Flushes keep it and forget the learned one.
+        f.learn(1, B, PortId(2), at(30));
+        f.flush_port(PortId(2));
+        assert_eq!(f.lookup(1, A, at(31)), Some(PortId(2)));
+        assert_eq!(f.lookup(1, B, at(31)), None);
+        f.learn(1, B, PortId(2), at(40));
+        f.flush();
+        f.flush_until(at(u64::MAX));
+        assert_eq!(f.lookup(1, A, at(41)), Some(PortId(2)));
+        assert_eq!(f.lookup(1, B, at(41)), None);
+        assert_eq!(f.lookup(2, A, at(41)), None);
+        // Listed as static.
+        let e: Vec<_> = f.entries(at(5_000)).collect();
+        assert_eq!(e.len(), 1);
+        assert!(e[0].is_static);
+        assert_eq!((e[0].vid, e[0].mac, e[0].port), (1, A, PortId(2)));
+        // A full probe path refuses the entry and says so.
+        let many: Vec<(u16, [u8; 6], PortId)> = (0..100u8)
+            .map(|i| (1, [0x02, 0, 0, 0, 1, i], PortId(0)))
+            .collect();
+        let (_, refused) = Fdb::with_static(16, 1_000, &many);
+        assert_eq!(refused.len(), 100 - 16);
     }
 }

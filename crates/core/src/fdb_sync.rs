@@ -146,7 +146,7 @@ impl FdbSync {
                     || previous.as_nanos() / self.refresh_period_ns
                         != now.as_nanos() / self.refresh_period_ns
             }
-            Learned::TableFull | Learned::Superseded => false,
+            Learned::TableFull | Learned::Superseded | Learned::Static => false,
         }
     }
 

@@ -111,7 +111,7 @@ impl<F: Frame> Ingress<F> {
                 side,
             )?,
             fdb: IngressFdb::new(
-                Fdb::new(params.fdb_capacity, params.fdb_aging_ns),
+                Fdb::with_static(params.fdb_capacity, params.fdb_aging_ns, &params.fdb_static).0,
                 ports,
                 sync,
             ),

@@ -322,6 +322,8 @@ pub struct SwitchParams {
     pub fdb_capacity: u32,
     /// A learned MAC address not seen for this long is forgotten, ns.
     pub fdb_aging_ns: u64,
+    /// Static MAC table entries `(vid, mac, port)`: never aged, never moved (`[[fdb.static]]`).
+    pub fdb_static: Vec<(u16, [u8; 6], crate::types::PortId)>,
     /// Frames each egress queue's ring holds at most (per ingress side).
     pub queue_ring_frames: u32,
     /// Rate limits and queue of frames punted to the control plane ([`crate::punt`]).
@@ -378,6 +380,25 @@ impl SwitchParams {
         }
         if self.punt.queue_frames == 0 {
             return err("the punt queue must hold at least one frame".into());
+        }
+        if let Some((vid, _, port)) = self
+            .fdb_static
+            .iter()
+            .find(|(vid, _, port)| port.index() >= self.ports.len() || *vid == 0 || *vid > 4094)
+        {
+            return err(format!(
+                "static FDB entry on port {port}, VLAN {vid}: no such port or VLAN"
+            ));
+        }
+        // Every static entry must find a slot (the ingress sides install them all).
+        let (_, refused) =
+            crate::fdb::Fdb::with_static(self.fdb_capacity, self.fdb_aging_ns, &self.fdb_static);
+        if let Some((vid, mac, _)) = refused.first() {
+            return err(format!(
+                "static FDB entry {mac:02x?} in VLAN {vid}: the MAC table ({} entries) has no \
+                 free slot on its probe path",
+                self.fdb_capacity
+            ));
         }
         for pool in &self.pools {
             if pool.shared_headroom_bytes > pool.size_bytes {
@@ -619,6 +640,7 @@ pub mod presets {
             storm_alarm_frames_per_second: 2000,
             fdb_capacity: 4096,
             fdb_aging_ns: 300_000_000_000,
+            fdb_static: Vec::new(),
             queue_ring_frames: 8192,
             punt: PuntParams::default(),
             inject: InjectParams::default(),

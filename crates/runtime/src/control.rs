@@ -579,7 +579,12 @@ impl ControlPlane {
                         port: ports
                             .get(e.port.index())
                             .map_or_else(|| e.port.to_string(), |p| p.name.clone()),
-                        age_s: now.saturating_nanos_since(e.last_seen) / 1_000_000_000,
+                        age_s: if e.is_static {
+                            0
+                        } else {
+                            now.saturating_nanos_since(e.last_seen) / 1_000_000_000
+                        },
+                        kind: if e.is_static { "static" } else { "dynamic" }.into(),
                     })
                     .collect();
                 rows.sort_by(|a, b| (a.vlan, &a.mac).cmp(&(b.vlan, &b.mac)));

@@ -547,6 +547,7 @@ mod tests {
             mac: [2, 0, 0, 0, 0, last],
             port: PortId(port),
             last_seen: Instant::from_nanos(seen),
+            is_static: false,
         };
         // Side 0 learned A on port 1, side 1 holds an older copy of it on port 0 (before a move)
         // and its own B; side 0 holds a copy of B. Same MAC in another VLAN is another station.

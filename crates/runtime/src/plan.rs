@@ -157,6 +157,17 @@ pub fn switch_params(config: &cfg::Config) -> SwitchParams {
         storm_alarm_frames_per_second: config.switch.pfc_storm_alarm_frames_per_second,
         fdb_capacity: FDB_CAPACITY,
         fdb_aging_ns: fdb_aging_ns(config.switch.fdb_aging_s),
+        fdb_static: config
+            .fdb_static
+            .iter()
+            .map(|e| {
+                (
+                    e.vlan_id,
+                    e.mac,
+                    PortId(u16::try_from(e.port).unwrap_or(u16::MAX)),
+                )
+            })
+            .collect(),
         // A queue can never hold more frames than the pool has buffers.
         queue_ring_frames: u32::try_from(pool_frames(config).min(32_768)).unwrap_or(32_768),
         // No configuration keys yet: the core's defaults (SONiC's CoPP rates).

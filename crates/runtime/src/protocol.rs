@@ -362,8 +362,12 @@ pub struct FdbRow {
     pub mac: String,
     /// Port name.
     pub port: String,
-    /// Seconds since last seen.
+    /// Seconds since last seen (0 for static entries).
     pub age_s: u64,
+    /// `"dynamic"` (learned) or `"static"` (configured, `[[fdb.static]]`), as SONiC's `show mac`
+    /// types them.
+    #[serde(default)]
+    pub kind: String,
 }
 
 /// The running configuration.

@@ -33,6 +33,9 @@ pub const HOST_PREFIX_LEN: u8 = 24;
 pub const MTU_BYTES: u32 = 1500;
 /// Directory of generated configurations (the control sockets live there too).
 pub const RUN_DIR: &str = "/run/headroom";
+/// Where the first lab's Prometheus exporter listens (127.0.0.1); later labs take the next
+/// free ports.
+pub const DEFAULT_METRICS_PORT: u16 = 9464;
 
 /// ECN marking thresholds of the lossless queues (`WRED_PROFILE` green values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +99,11 @@ pub struct LabSpec {
     pub cpu: usize,
     /// How the switch reaches its ports.
     pub driver: LabDriver,
+    /// Port of the switch's Prometheus exporter on 127.0.0.1 (`runtime.prometheus_listen`).
+    pub metrics_port: u16,
+    /// Static MAC table entries for the hosts (`[[fdb.static]]`), so that traffic to a host
+    /// that never sends is not flooded.
+    pub static_fdb: bool,
 }
 
 /// How the lab's switch reaches its veth ends.
@@ -123,6 +131,8 @@ impl LabSpec {
             trust: LabTrust::Dscp,
             cpu: 0,
             driver: LabDriver::Afpacket,
+            metrics_port: DEFAULT_METRICS_PORT,
+            static_fdb: true,
         }
     }
 
@@ -229,7 +239,7 @@ big_red_switch = false
 [runtime]
 polling = "adaptive"
 burst_size = 32
-prometheus_listen = "127.0.0.1:9464"
+prometheus_listen = "127.0.0.1:{metrics_port}"
 
 [[runtime.lcore]]
 cpu = {cpu}
@@ -251,6 +261,7 @@ tx_ports = [{ports}]
             trust = self.trust.as_str(),
             wred_section = self.wred_section(),
             wred = if self.ecn_enabled { "LAB_LOSSLESS" } else { "" },
+            metrics_port = self.metrics_port,
         );
         if let Some(vdev) = self.dpdk_vdev() {
             let ifaces: Vec<String> = (0..self.hosts).map(switch_device).collect();
@@ -274,6 +285,23 @@ tx_ports = [{ports}]
                 .dpdk_vdev()
                 .map_or_else(|| switch_device(i), |v| v.device_name(i));
             let _ = write!(t, "\n[port.{}]\ndevice = \"{}\"\n", port_name(i), device);
+        }
+        if self.static_fdb {
+            // A host that only receives never sends (permanent neighbours, no IPv6): the switch
+            // would never learn it and would flood every frame to it to all ports, charging each
+            // copy to the ingress PG. The lab knows where its hosts are.
+            let _ = write!(
+                t,
+                "\n# The hosts, where the lab wired them: never aged, never flooded to.\n"
+            );
+            for i in 0..self.hosts {
+                let _ = write!(
+                    t,
+                    "[[fdb.static]]\nmac = \"{}\"\nport = \"{}\"\n",
+                    mac_text(host_mac(i)),
+                    port_name(i)
+                );
+            }
         }
         t
     }

@@ -195,7 +195,12 @@ impl Lab {
 
     /// Starts the switch with the generated configuration.
     pub fn start_switch(&self) -> Switch {
-        Switch::start(self, None)
+        Switch::start(self, None, &[])
+    }
+
+    /// Starts the switch with the generated configuration and more `headroom lab` options.
+    pub fn start_switch_args(&self, args: &[&str]) -> Switch {
+        Switch::start(self, None, args)
     }
 
     /// Starts the switch with a configuration written from `spec` (overrides of the lab's).
@@ -203,7 +208,7 @@ impl Lab {
         assert_eq!(spec.prefix, self.spec.prefix);
         let path = dir.join("switch.toml");
         std::fs::write(&path, spec.config_toml()).expect("writing the configuration");
-        Switch::start(self, Some(&path))
+        Switch::start(self, Some(&path), &[])
     }
 
     /// A counter of `nstat` (absolute, history untouched) in host `i`.
@@ -346,7 +351,7 @@ pub struct Switch {
 }
 
 impl Switch {
-    fn start(lab: &Lab, config: Option<&Path>) -> Self {
+    fn start(lab: &Lab, config: Option<&Path>, extra: &[&str]) -> Self {
         // As a real-time (SCHED_FIFO) process: these tests run on machines shared with
         // compilers, and they measure the switch, not the scheduler. An lcore woken late loses
         // link time for good (the shaper's credit is capped at 1 ms); measured on a 2-CPU
@@ -370,6 +375,7 @@ impl Switch {
         if let Some(path) = config {
             command.arg("--config").arg(path);
         }
+        command.args(extra);
         command
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
