@@ -538,10 +538,25 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                     "TX bytes", "Drops",
                 ]);
                 let mut reasons = Vec::new();
+                let mut ignored = Vec::new();
                 for r in rows {
                     let drops: u64 = r.drops.values().sum();
                     for (reason, n) in &r.drops {
                         reasons.push(format!("  {}: {reason} {}", r.port, thousands(*n)));
+                    }
+                    if r.pause_rx_ignored > 0 {
+                        ignored.push(format!(
+                            "  {}: 802.3x PAUSE ignored (pause_802_3x off) {}",
+                            r.port,
+                            thousands(r.pause_rx_ignored)
+                        ));
+                    }
+                    if r.fdb_learn_table_full > 0 {
+                        ignored.push(format!(
+                            "  {}: sources not learned, MAC table full {}",
+                            r.port,
+                            thousands(r.fdb_learn_table_full)
+                        ));
                     }
                     t.row([
                         r.port,
@@ -560,6 +575,12 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 if !reasons.is_empty() {
                     sayln!("\nDrops by reason:");
                     for r in reasons {
+                        sayln!("{r}");
+                    }
+                }
+                if !ignored.is_empty() {
+                    sayln!("\nReceived, not acted on (frames still counted above):");
+                    for r in ignored {
                         sayln!("{r}");
                     }
                 }

@@ -206,6 +206,24 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             s.pause_rx,
         );
     }
+    let ignored: [PortMetric; 2] = [
+        (
+            "headroom_pause_rx_ignored_frames_total",
+            "IEEE 802.3x PAUSE frames received and ignored (pause_802_3x off).",
+            |s| s.pause_rx_ignored,
+        ),
+        (
+            "headroom_fdb_learn_table_full_total",
+            "Source addresses not learned because the MAC table was full (frames still forwarded).",
+            |s| s.fdb_learn_table_full,
+        ),
+    ];
+    for (name, help, f) in ignored {
+        o.family(name, "counter", help);
+        for (p, s) in stats.iter().enumerate() {
+            o.sample(name, &[("port", names[p])], f(s));
+        }
+    }
     let queue_counters: [QueueMetric; 5] = [
         (
             "headroom_queue_tx_frames_total",

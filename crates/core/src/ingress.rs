@@ -844,6 +844,9 @@ impl<F: Frame> IngressState<F> {
         now: Instant,
     ) {
         let learned = self.fdb.learn(vid, mac, port, now);
+        if learned == crate::fdb::Learned::TableFull {
+            ctx.counters.ports[port.index()].fdb_learn_table_full.inc();
+        }
         if self.sync.is_some() {
             self.publish_learned(ctx, learned, vid, mac, port, now);
         }
@@ -1108,6 +1111,7 @@ impl<F: Frame> IngressState<F> {
             (view.pfc_enable, view.pause_802_3x, view.speed_bps);
         match parsed {
             Ok(MacControlRepr::Pfc(pfc)) => {
+                counters.pfc_frames_rx.inc();
                 for prio in Priority::ALL {
                     let Some(quanta) = pfc.quanta_for(prio.get()) else {
                         continue;
@@ -1132,6 +1136,8 @@ impl<F: Frame> IngressState<F> {
                         now,
                         quanta_to_nanos(pause.pause_quanta, speed_bps),
                     );
+                } else {
+                    counters.pause_rx_ignored.inc();
                 }
             }
             Ok(MacControlRepr::Unknown { .. }) => counters.mac_control_unknown_rx.inc(),

@@ -745,6 +745,8 @@ impl ControlPlane {
                     backend_tx_failed: backend
                         .tx_failed
                         .saturating_sub(self.cleared_backend[p].tx_failed),
+                    pause_rx_ignored: s.pause_rx_ignored,
+                    fdb_learn_table_full: s.fdb_learn_table_full,
                 }
             })
             .collect()

@@ -351,6 +351,13 @@ pub struct PortSummary {
     pub backend_rx_missed: u64,
     /// Frames the device refused.
     pub backend_tx_failed: u64,
+    /// 802.3x PAUSE frames received and ignored (the port does not honour 802.3x).
+    #[serde(default)]
+    pub pause_rx_ignored: u64,
+    /// Source addresses received that could not be learned: the MAC table was full (the frames
+    /// were still forwarded; frames to those stations are flooded).
+    #[serde(default)]
+    pub fdb_learn_table_full: u64,
 }
 
 /// A MAC table entry.
