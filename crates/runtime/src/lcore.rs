@@ -59,6 +59,12 @@ pub struct LcoreStats {
     pub tx_frames: AtomicU64,
     /// Frames the devices refused and that were dropped (after the drain deadline).
     pub tx_dropped: AtomicU64,
+    /// Control commands handled (FDB dumps, flushes, the big red switch).
+    pub commands: AtomicU64,
+    /// Longest time between the starts of two iterations since the last read, ns (read and
+    /// clear with `take`; a clear racing a raise may keep the raise). Sleeps of adaptive polling
+    /// count: with busy polling it is the loop's worst latency.
+    pub longest_iteration_ns: headroom_core::counters::Watermark,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -136,8 +142,12 @@ where
         tracing::debug!(lcore = %self.name, cpu = ?self.cpu, rx = self.rx.len(), tx = self.tx.len(), "lcore started");
         let mut burst: Vec<F> = Vec::with_capacity(self.burst);
         let mut idle: u32 = 0;
+        let mut previous = clock.now();
         while !stop.load(Ordering::Relaxed) {
             let now = clock.now();
+            let iteration_ns = now.saturating_nanos_since(previous);
+            previous = now;
+            self.stats.longest_iteration_ns.observe(iteration_ns);
             self.handle_commands(now);
             let work = self.iterate(now, &mut burst, true);
             bump(&self.stats.iterations, 1);
@@ -163,6 +173,7 @@ where
 
     fn handle_commands(&mut self, now: Instant) {
         while let Ok(command) = self.control.commands.pop() {
+            bump(&self.stats.commands, 1);
             let reply = match command {
                 LcoreCommand::DumpFdb => LcoreReply::Fdb(
                     self.ingress

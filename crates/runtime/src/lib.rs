@@ -6,6 +6,7 @@
 //! events into the log, and stops (drain, then join) on request.
 #![forbid(unsafe_code)]
 
+pub mod atomic_file;
 pub mod backend;
 pub mod clock;
 pub mod control;
