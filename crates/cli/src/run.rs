@@ -131,7 +131,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    let metrics = match control.config().runtime.prometheus_listen {
+    let mut metrics = match control.config().runtime.prometheus_listen {
         Some(addr) => match crate::metrics::Exporter::bind(addr) {
             Ok(m) => Some(m),
             Err(e) => {
@@ -159,7 +159,7 @@ pub(crate) fn run(path: &Path, log_format: Option<logging::Format>) -> ExitCode 
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;
         }
-        if let Some(m) = &metrics {
+        if let Some(m) = &mut metrics {
             m.serve(&control, &running);
         }
         let mut apply = match control.poll(&mut running) {

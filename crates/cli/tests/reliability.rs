@@ -327,3 +327,174 @@ fn kill_9_during_snapshot_saves_leaves_the_old_or_the_new_snapshot_never_a_torn_
     assert_eq!(answer["data"], serde_json::json!(["snap"]));
     eprintln!("{total_saves} saves of 4 MiB over {ROUNDS} kills");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sends `bytes` (ignoring a reset midway) and reads whatever answer comes back.
+fn http_exchange(addr: &str, bytes: &[u8]) -> String {
+    use std::io::Read;
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return "connect failed".into();
+    };
+    s.set_read_timeout(Some(DEADLINE)).unwrap();
+    let _ = s.write_all(bytes);
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn the_metrics_endpoint_survives_slowloris_garbage_and_huge_headers_without_a_thread_each() {
+    require_root();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sw.sock");
+    let config = dir.path().join("sw.toml");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let text = config_text(&socket, "").replace(
+        "prometheus_enable = false\n",
+        &format!("prometheus_listen = \"{addr}\"\n"),
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut sw = Switch::start(&config);
+    sw.wait_listening(&socket);
+    let scrape = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let end = Instant::now() + DEADLINE;
+    while !http_exchange(&addr, scrape.as_bytes()).starts_with("HTTP/1.1 200") {
+        assert!(Instant::now() < end, "the metrics endpoint did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = sw.child.as_ref().unwrap().id();
+    let threads_before = threads_of(pid);
+
+    let attack_over = Arc::new(AtomicBool::new(false));
+    let mut attackers = Vec::new();
+    // Slowloris: 200 connections, each sending a header line every 200 ms and never the end.
+    for _ in 0..200 {
+        let (addr, over) = (addr.clone(), Arc::clone(&attack_over));
+        attackers.push(std::thread::spawn(move || {
+            use std::io::Read;
+            let Ok(mut s) = std::net::TcpStream::connect(&addr) else {
+                return String::from("connect failed");
+            };
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+            s.set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut answer = Vec::new();
+            while !over.load(Ordering::Relaxed) {
+                if s.write_all(b"X-Slow: 1\r\n").is_err() {
+                    break;
+                }
+                let mut buf = [0u8; 512];
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => answer.extend_from_slice(&buf[..n]),
+                    Err(_) => {}
+                }
+            }
+            String::from_utf8_lossy(&answer).into_owned()
+        }));
+    }
+    // Huge headers, garbage, wrong methods and paths.
+    let mut huge = b"GET /metrics HTTP/1.1\r\n".to_vec();
+    while huge.len() < 1 << 20 {
+        huge.extend_from_slice(
+            b"X-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n",
+        );
+    }
+    let bad: Vec<(Vec<u8>, &str)> = vec![
+        (huge, "HTTP/1.1 431"),
+        (
+            b"\x16\x03\x01\x02\x00 not http\r\n\r\n".to_vec(),
+            "HTTP/1.1 400",
+        ),
+        (b"POST /metrics HTTP/1.1\r\n\r\n".to_vec(), "HTTP/1.1 405"),
+        (
+            b"GET /../../etc/passwd HTTP/1.1\r\n\r\n".to_vec(),
+            "HTTP/1.1 404",
+        ),
+    ];
+    let mut bad_clients = Vec::new();
+    for (bytes, expect) in bad {
+        for _ in 0..4 {
+            let (addr, bytes) = (addr.clone(), bytes.clone());
+            bad_clients.push(std::thread::spawn(move || {
+                let answer = http_exchange(&addr, &bytes);
+                if answer.starts_with(expect) {
+                    String::new()
+                } else {
+                    format!(
+                        "expected {expect}, got {:?}",
+                        &answer[..answer.len().min(80)]
+                    )
+                }
+            }));
+        }
+    }
+    // A scraper during the attack: every scrape answered, promptly.
+    let mut slowest = Duration::ZERO;
+    let mut threads_max = 0;
+    let attack_end = Instant::now() + Duration::from_secs(8);
+    let mut scrapes = 0;
+    while Instant::now() < attack_end {
+        let t = Instant::now();
+        let answer = http_exchange(&addr, scrape.as_bytes());
+        slowest = slowest.max(t.elapsed());
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.contains("\nheadroom_up 1\n"),
+            "a scrape during the attack got {:?}",
+            &answer[..answer.len().min(120)]
+        );
+        scrapes += 1;
+        threads_max = threads_max.max(threads_of(pid));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    attack_over.store(true, Ordering::Relaxed);
+    let slow_answers: Vec<String> = attackers.into_iter().map(|h| h.join().unwrap()).collect();
+    let failures: Vec<String> = bad_clients
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|f| !f.is_empty())
+        .collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+    let cut_off = slow_answers
+        .iter()
+        .filter(|a| a.starts_with("HTTP/1.1 408"))
+        .count();
+    let final_page = http_exchange(&addr, scrape.as_bytes());
+    eprintln!(
+        "{scrapes} scrapes during the attack, slowest {slowest:?}; threads {threads_before} \
+         before, at most {threads_max} during; {cut_off} of 200 slow connections answered 408"
+    );
+    assert!(scrapes >= 20);
+    assert!(
+        slowest < Duration::from_secs(2),
+        "a scrape took {slowest:?}"
+    );
+    assert!(
+        threads_max <= threads_before + 1,
+        "threads grew from {threads_before} to {threads_max}: a thread per connection?"
+    );
+    assert!(
+        cut_off >= 150,
+        "only {cut_off} slow connections were cut off"
+    );
+    assert!(
+        final_page.contains("headroom_metrics_refused_total{reason=\"evicted\"}"),
+        "{final_page}"
+    );
+}
