@@ -262,8 +262,8 @@ fn run_and_check(config: &FaultConfig, ops: &[Op]) -> Result<Summary, String> {
     }
     // The hosts stop and release every pause; everything drains (pauses expire, stalls and
     // flaps end, held frames are released) as virtual time passes.
-    for p in 0..PORTS {
-        let _ = rig.ports[p].wire_in.inject(&pfc_frame(HOSTS[p], 0xFF, 0));
+    for (port, host) in rig.ports.iter_mut().zip(HOSTS) {
+        let _ = port.wire_in.inject(&pfc_frame(host, 0xFF, 0));
     }
     for _ in 0..20_000 {
         let moved = rig.iterate();
@@ -470,7 +470,8 @@ fn pattern() -> Vec<Op> {
 #[test]
 fn fault_matrix() {
     let ops = pattern();
-    let kinds: [(&str, fn(&mut FaultConfig, f64)); 8] = [
+    type Apply = fn(&mut FaultConfig, f64);
+    let kinds: [(&str, Apply); 8] = [
         ("drop", |c, r| {
             c.rx.drop_rate = r;
             c.tx.drop_rate = r;
