@@ -26,11 +26,13 @@
 //! ([`FaultConfig::hold_frames`]); when it is full a frame that would be held passes untouched
 //! and is counted in [`FaultStats::hold_full`]. Nothing allocates after construction.
 //!
-//! Per call, not per frame: a transmit queue **stalls** (takes nothing, so frames back up in the
-//! switch, as with a NIC that stops draining) with probability [`FaultConfig::tx_stall_rate`]
-//! for [`FaultConfig::tx_stall_ns`]; the **link goes down** with probability
-//! [`FaultConfig::link_flap_rate`] per receive call for [`FaultConfig::link_down_ns`]. While it
-//! is down every frame received or transmitted on the port is lost (counted), and
+//! In time, not per frame: a transmit queue **stalls** (takes nothing, so frames back up in the
+//! switch, as with a NIC that stops draining) [`FaultConfig::tx_stalls_per_second`] times a
+//! second on average, for [`FaultConfig::tx_stall_ns`] each; the **link goes down**
+//! [`FaultConfig::link_flaps_per_second`] times a second on average, for
+//! [`FaultConfig::link_down_ns`] each (a Poisson process, drawn at each call for the time since
+//! the previous one, so the rate does not depend on how often the port is polled). While the
+//! link is down every frame received or transmitted on the port is lost (counted), and
 //! [`FaultLink::is_up`] says so to whoever reads the link state.
 //!
 //! # Determinism
@@ -159,12 +161,12 @@ pub struct FaultConfig {
     pub rx: FrameFaults,
     /// Faults of the frames the switch transmits.
     pub tx: FrameFaults,
-    /// Probability per transmit call that the queue stalls.
-    pub tx_stall_rate: f64,
+    /// Transmit stalls per second, on average.
+    pub tx_stalls_per_second: f64,
     /// How long a stall lasts, ns.
     pub tx_stall_ns: u64,
-    /// Probability per receive call that the link goes down.
-    pub link_flap_rate: f64,
+    /// Link flaps per second, on average.
+    pub link_flaps_per_second: f64,
     /// How long the link stays down, ns.
     pub link_down_ns: u64,
     /// Frames each wrapper may hold back at once.
@@ -177,9 +179,9 @@ impl Default for FaultConfig {
             seed: 0,
             rx: FrameFaults::none(),
             tx: FrameFaults::none(),
-            tx_stall_rate: 0.0,
+            tx_stalls_per_second: 0.0,
             tx_stall_ns: 0,
-            link_flap_rate: 0.0,
+            link_flaps_per_second: 0.0,
             link_down_ns: 0,
             hold_frames: DEFAULT_HOLD_FRAMES,
         }
@@ -234,8 +236,16 @@ impl FaultConfig {
                 )));
             }
         }
-        probability("tx_stall_rate", self.tx_stall_rate)?;
-        probability("link_flap_rate", self.link_flap_rate)?;
+        for (name, v) in [
+            ("tx_stalls_per_second", self.tx_stalls_per_second),
+            ("link_flaps_per_second", self.link_flaps_per_second),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(FaultConfigError(format!(
+                    "{name} = {v} is not a rate (a number of events per second, 0 or more)"
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -397,8 +407,14 @@ impl<F: Frame> Injector<F> {
         }
     }
 
-    fn chance(&mut self, threshold: u64) -> bool {
-        threshold > 0 && u64::from(self.rng.next_u32()) < threshold
+    /// Whether an event of a Poisson process of `per_second` happened in the `elapsed_ns`
+    /// since the last draw (probability 1 - e^(-rate × time)).
+    fn happened(&mut self, per_second: f64, elapsed_ns: u64) -> bool {
+        if per_second <= 0.0 || elapsed_ns == 0 {
+            return false;
+        }
+        let p = 1.0 - (-per_second * elapsed_ns as f64 / 1e9).exp();
+        u64::from(self.rng.next_u32()) < threshold(p)
     }
 
     /// A number in `[0, n)` (`n > 0`).
@@ -569,7 +585,8 @@ where
             &config.rx,
             config.hold_frames,
         ),
-        flap: threshold(config.link_flap_rate),
+        flaps_per_second: config.link_flaps_per_second,
+        last_call_ns: None,
         link_down_ns: config.link_down_ns,
         link: Arc::clone(&link),
         clock: Arc::clone(&clock),
@@ -582,7 +599,8 @@ where
             &config.tx,
             config.hold_frames,
         ),
-        stall: threshold(config.tx_stall_rate),
+        stalls_per_second: config.tx_stalls_per_second,
+        last_call_ns: None,
         stall_ns: config.tx_stall_ns,
         stalled_until_ns: 0,
         link: Arc::clone(&link),
@@ -596,7 +614,9 @@ where
 pub struct FaultyRx<R: RxQueue> {
     inner: R,
     injector: Injector<R::Frame>,
-    flap: u64,
+    flaps_per_second: f64,
+    /// When `rx_burst` was last called (`None`: never).
+    last_call_ns: Option<u64>,
     link_down_ns: u64,
     link: Arc<FaultLink>,
     clock: FaultClock,
@@ -632,7 +652,9 @@ impl<R: RxQueue> RxQueue for FaultyRx<R> {
         let now = (self.clock)();
         let before = out.len();
         let limit = before + max;
-        if self.link.is_up(now) && self.injector.chance(self.flap) {
+        let elapsed = now.saturating_sub(self.last_call_ns.unwrap_or(now));
+        self.last_call_ns = Some(now);
+        if self.link.is_up(now) && self.injector.happened(self.flaps_per_second, elapsed) {
             self.link
                 .set_down_until(now.saturating_add(self.link_down_ns));
             self.injector.stats.link_flaps.inc();
@@ -679,7 +701,9 @@ const TX_BACKLOG_FRAMES: usize = 2 * BURST_MAX + DEFAULT_HOLD_FRAMES;
 pub struct FaultyTx<T: TxQueue> {
     inner: T,
     injector: Injector<T::Frame>,
-    stall: u64,
+    stalls_per_second: f64,
+    /// When `tx_burst` was last called (`None`: never).
+    last_call_ns: Option<u64>,
     stall_ns: u64,
     stalled_until_ns: u64,
     link: Arc<FaultLink>,
@@ -729,11 +753,13 @@ impl<T: TxQueue> TxQueue for FaultyTx<T> {
 
     fn tx_burst(&mut self, frames: &mut Vec<T::Frame>) -> usize {
         let now = (self.clock)();
+        let elapsed = now.saturating_sub(self.last_call_ns.unwrap_or(now));
+        self.last_call_ns = Some(now);
         if now < self.stalled_until_ns {
             self.injector.stats.tx_stalled_calls.inc();
             return 0;
         }
-        if self.injector.chance(self.stall) {
+        if self.injector.happened(self.stalls_per_second, elapsed) {
             self.stalled_until_ns = now.saturating_add(self.stall_ns);
             self.injector.stats.tx_stalls.inc();
             self.injector.stats.tx_stalled_calls.inc();

@@ -106,9 +106,9 @@ fn fault_injecting_wrappers_allocate_nothing_per_frame() {
         seed: 1,
         rx: faults,
         tx: faults,
-        tx_stall_rate: 0.02,
+        tx_stalls_per_second: 20_000.0,
         tx_stall_ns: 5_000,
-        link_flap_rate: 0.01,
+        link_flaps_per_second: 10_000.0,
         link_down_ns: 10_000,
         ..FaultConfig::default()
     };

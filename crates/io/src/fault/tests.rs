@@ -278,8 +278,9 @@ fn the_same_seed_makes_the_same_faults() {
 
 #[test]
 fn a_stalled_queue_takes_nothing_until_the_stall_ends() {
+    // So frequent that one is all but certain in any nanosecond.
     let config = FaultConfig {
-        tx_stall_rate: 1.0,
+        tx_stalls_per_second: 1e12,
         tx_stall_ns: 1_000_000,
         ..FaultConfig::default()
     };
@@ -287,18 +288,23 @@ fn a_stalled_queue_takes_nothing_until_the_stall_ends() {
     let mut frames: Vec<_> = (0..8)
         .map(|i| r.pool.alloc_copy(&numbered(i)).expect("buffer"))
         .collect();
+    // The first call starts the clock of the process: no time has passed, nothing happens.
+    assert_eq!(r.tx.tx_burst(&mut Vec::new()), 0);
+    assert_eq!(r.tx.stats().tx_stalls.get(), 0);
+    r.clock.advance(1);
     assert_eq!(r.tx.tx_burst(&mut frames), 0);
     r.clock.advance(999_999);
     assert_eq!(r.tx.tx_burst(&mut frames), 0, "still stalled");
     assert_eq!(frames.len(), 8, "the caller keeps its frames");
     r.clock.advance(1);
-    // The stall is over, and (rate 1) the next call starts another one.
+    // The stall is over, and (at that rate) the next call starts another one.
     assert_eq!(r.tx.tx_burst(&mut frames), 0);
     assert_eq!(r.tx.stats().tx_stalls.get(), 2);
     assert_eq!(r.tx.stats().tx_stalled_calls.get(), 3);
 
     let config = FaultConfig {
-        tx_stall_rate: 0.5,
+        // About one stall per 500 ns: 63 % of the 500 ns steps below start one.
+        tx_stalls_per_second: 2_000_000.0,
         tx_stall_ns: 1_000,
         ..FaultConfig::default()
     };
@@ -322,12 +328,18 @@ fn a_stalled_queue_takes_nothing_until_the_stall_ends() {
 #[test]
 fn a_link_flap_loses_both_directions_for_its_duration() {
     let config = FaultConfig {
-        link_flap_rate: 1.0,
+        link_flaps_per_second: 1e12,
         link_down_ns: 1_000_000,
         ..FaultConfig::default()
     };
     let mut r = rig(&config);
+    assert_eq!(
+        r.rx.rx_burst(&mut Vec::new(), BURST_MAX),
+        0,
+        "starts the clock"
+    );
     assert!(r.link.is_up(r.clock.now_ns()));
+    r.clock.advance(1);
     for i in 0..5 {
         r.wire.inject(&numbered(i)).expect("room");
     }
@@ -395,10 +407,10 @@ fn bad_rates_are_refused() {
     }))
     .contains("sum to"));
     assert!(bad(FaultConfig {
-        link_flap_rate: -0.1,
+        link_flaps_per_second: -0.1,
         ..FaultConfig::default()
     })
-    .contains("link_flap_rate"));
+    .contains("link_flaps_per_second"));
 }
 
 fn faults() -> impl Strategy<Value = FrameFaults> {
@@ -427,8 +439,8 @@ proptest! {
         seed in any::<u64>(),
         rx in faults(),
         tx in faults(),
-        stall in prop::sample::select(vec![0.0, 0.05]),
-        flap in prop::sample::select(vec![0.0, 0.01]),
+        stall in prop::sample::select(vec![0.0, 20_000.0]),
+        flap in prop::sample::select(vec![0.0, 2_000.0]),
         hold_frames in 1usize..80,
         ops in proptest::collection::vec((0u8..4, 1usize..40, 0u64..20_000), 50..300),
     ) {
@@ -436,9 +448,9 @@ proptest! {
             seed,
             rx,
             tx,
-            tx_stall_rate: stall,
+            tx_stalls_per_second: stall,
             tx_stall_ns: 5_000,
-            link_flap_rate: flap,
+            link_flaps_per_second: flap,
             link_down_ns: 20_000,
             hold_frames,
         };
