@@ -27,11 +27,11 @@ pub use headroom::{
     CABLE_SIGNAL_SPEED_METRES_PER_SECOND,
 };
 pub use model::{
-    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, Lldp,
-    LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port,
-    PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind,
-    Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT,
-    PRIORITY_COUNT,
+    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection, FrameFaults,
+    HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal,
+    Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime,
+    Scheduler, SchedulerKind, Switch, Testing, Threshold, ThresholdMode, Trust, Vlan, WredColor,
+    WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 pub use resolve::lossless_profile_name;
 

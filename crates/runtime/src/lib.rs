@@ -11,6 +11,7 @@ pub mod backend;
 pub mod clock;
 pub mod control;
 pub mod dpdk;
+pub mod fault;
 pub mod lcore;
 pub mod mirror;
 pub mod plan;
