@@ -973,3 +973,15 @@ fn port_names_are_unique_by_construction() {
         errors[0]
     );
 }
+
+#[test]
+fn bytes_that_are_not_utf8_are_refused_with_their_place() {
+    let bytes = b"[switch]\nname = \"a\xffb\"\n";
+    let errors =
+        headroom_config::parse_bytes(bytes, "t.toml", &headroom_config::ParseOptions::default())
+            .unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "error: t.toml:2:10: not UTF-8 text (TOML files are UTF-8): invalid byte 0xff"
+    );
+}
