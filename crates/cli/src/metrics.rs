@@ -425,6 +425,42 @@ fn render_with_endpoint(
             h,
         );
     }
+    o.family(
+        "headroom_pool_used_bytes",
+        "gauge",
+        "Bytes of the pool in use now (kind: shared, or headroom for an ingress pool's PGs).",
+    );
+    for (i, pool) in config.pools.iter().enumerate() {
+        let (used, headroom) = match pool.direction {
+            headroom_config::PoolDirection::Ingress => shared.ingress_pool_used_bytes(i),
+            headroom_config::PoolDirection::Egress => (shared.egress_pool_used_bytes(i), 0),
+        };
+        o.sample(
+            "headroom_pool_used_bytes",
+            &[("pool", &pool.name), ("kind", "shared")],
+            used,
+        );
+        o.sample(
+            "headroom_pool_used_bytes",
+            &[("pool", &pool.name), ("kind", "headroom")],
+            headroom,
+        );
+    }
+    o.family(
+        "headroom_queue_occupancy_bytes",
+        "gauge",
+        "Bytes waiting in the egress queue now (headroom_queue_depth_bytes is the depth at the last dequeue).",
+    );
+    for (p, name) in names.iter().enumerate() {
+        let id = headroom_core::types::PortId(u16::try_from(p).unwrap_or(u16::MAX));
+        for q in 0..8 {
+            o.sample(
+                "headroom_queue_occupancy_bytes",
+                &[("port", name), ("queue", &prio[q])],
+                shared.queue_depth_bytes(id, q),
+            );
+        }
+    }
     // The stormed state is the running dataplane's; the storm counts are totals since start,
     // carried over reconfigurations like every counter (monotonic for `rate()`).
     type WatchdogMetric = (
