@@ -69,6 +69,13 @@ else
     cargo test --workspace --locked --no-fail-fast
 fi
 
+# --- 3a. soak ------------------------------------------------------------------------------------
+# Two minutes of the lab soak (scripts/soak.sh: incasts with DCQCN, TCP with ECN, a PFC storm,
+# reloads, set/rollback, clears, captures, show pollers; RSS/FD/thread growth, idle occupancy,
+# lossless drops and counter monotonicity judged). The binaries are the ones nextest built.
+say "soak (2 minutes)"
+scripts/soak.sh --minutes 2
+
 # --- 3b. DPDK (cargo feature `dpdk`) --------------------------------------------------------------
 # The crates that have a `dpdk` feature, built against the system DPDK (libdpdk-dev, installed
 # above): clippy, then their tests. The DPDK tests start EAL without hugepages (--no-huge) and
