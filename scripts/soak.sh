@@ -3,6 +3,7 @@
 # and a fabric throw at it, sampled every 10 s, judged at the end.
 #
 #   scripts/soak.sh [--minutes N] [--prefix P] [--speed S] [--out DIR]
+#   scripts/soak.sh --judge DIR/samples.jsonl [--storms N] [--minutes N]   (judge a recorded run)
 #
 # The lab has four hosts on a switch at --speed (25M by default: a debug lcore keeps up, see
 # crates/cli/tests/incast.rs). Every 30-second cycle:
@@ -37,17 +38,126 @@ minutes=30
 prefix=soak
 speed=25M
 out=""
+judge_only=""
+storms_sent=0
 while [[ $# -gt 0 ]]; do
     case "$1" in
+        --judge) judge_only="$2"; shift 2 ;;
+        --storms) storms_sent="$2"; shift 2 ;;
         --minutes) minutes="$2"; shift 2 ;;
         --prefix) prefix="$2"; shift 2 ;;
         --speed) speed="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "soak: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
 [[ "$minutes" =~ ^[0-9]+$ && "$minutes" -ge 1 ]] || { echo "soak: --minutes must be a whole number >= 1" >&2; exit 2; }
+
+# Judges a samples file: prints the table, exits 1 on any failure.
+judge() {
+    python3 - "$@" <<'JUDGE'
+import json, re, sys
+path, storms, minutes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+samples = [json.loads(l) for l in open(path)]
+line = re.compile(r'^([a-z_]+)(\{[^}]*\})? (\S+)$')
+def parse(page):
+    m = {}
+    for l in page.splitlines():
+        g = line.match(l)
+        if g:
+            m[(g.group(1), g.group(2) or "")] = float(g.group(3))
+    return m
+for s in samples:
+    s["m"] = parse(s["metrics"])
+failures = []
+# Monotonicity of every counter.
+prev = {}
+decreases = 0
+for s in samples:
+    for (name, labels), v in s["m"].items():
+        if name.endswith("_total") or name.endswith("_count") or name.endswith("_sum"):
+            k = (name, labels)
+            if k in prev and v < prev[k]:
+                decreases += 1
+                if decreases <= 5:
+                    failures.append(f"counter {name}{labels} went from {prev[k]} to {v} at t={s['t']}")
+            prev[k] = v
+# Drift: every occupancy 0 at idle samples.
+idle = [s for s in samples if s["phase"] == "idle" and s["m"]]
+drift = 0
+for s in idle:
+    for (name, labels), v in s["m"].items():
+        if name in ("headroom_pg_used_bytes", "headroom_queue_occupancy_bytes", "headroom_pool_used_bytes") and v != 0:
+            drift += 1
+            if drift <= 5:
+                failures.append(f"idle at t={s['t']}: {name}{labels} = {v}")
+# Lossless drops.
+def total(m, name, pred=lambda labels: True):
+    return sum(v for (n, l), v in m.items() if n == name and pred(l))
+last = samples[-1]["m"] if samples and samples[-1]["m"] else {}
+lossless = (total(last, "headroom_port_drops_total", lambda l: 'reason="ingress_headroom_exhausted"' in l)
+            + total(last, "headroom_port_drops_total", lambda l: 'reason="queue_ring_full"' in l)
+            + total(last, "headroom_queue_drop_frames_total", lambda l: 'queue="3"' in l or 'queue="4"' in l)
+            - total(last, "headroom_port_drops_total", lambda l: 'reason="pfcwd_queue"' in l))
+if lossless != 0:
+    failures.append(f"{lossless:.0f} lossless drops")
+detected = total(last, "headroom_pfcwd_storms_detected_total")
+restored = total(last, "headroom_pfcwd_storms_restored_total")
+if storms and (detected < storms or restored != detected):
+    failures.append(f"watchdog: {storms} storms sent, {detected:.0f} detected, {restored:.0f} restored")
+# Growth at idle samples after a warm-up (the first cycle, and the first fifth of the run).
+warm = [s for s in idle[1:] if s["t"] >= samples[-1]["t"] / 5] if samples else []
+def slope(xs, ys):
+    n = len(xs)
+    if n < 3:
+        return 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
+rows = []
+for key, unit, allowed in (("rss_kib", "KiB", None), ("fds", "", 2), ("threads", "", 0)):
+    ys = [s[key] for s in warm]
+    xs = [s["t"] for s in warm]
+    if not ys:
+        rows.append((key, "-", "-", "-", "-", "no idle samples"))
+        failures.append(f"{key}: no idle sample after the warm-up")
+        continue
+    growth = slope(xs, ys) * (xs[-1] - xs[0]) if len(ys) >= 3 else 0.0
+    if key == "rss_kib":
+        # Allowed: 2 MiB or 3 % over the run, whichever is larger (allocator noise).
+        allowed_kib = max(2048.0, 0.03 * ys[0])
+        ok = growth <= allowed_kib
+        verdict = f"trend {growth:+.0f} KiB (allowed {allowed_kib:.0f})"
+    else:
+        ok = max(ys) - min(ys) <= allowed and growth <= max(allowed, 0.5)
+        verdict = f"range {min(ys)}..{max(ys)}, trend {growth:+.1f}"
+    rows.append((key, ys[0], ys[-1], min(ys), max(ys), verdict + ("" if ok else "  FAIL")))
+    if not ok:
+        failures.append(f"{key} grows: {verdict}")
+print()
+print(f"soak: {minutes} min, {len(samples)} samples every 10 s ({len(idle)} idle), {storms} PFC storms")
+print(f"| figure | first idle | last idle | min | max | verdict |")
+print(f"|---|---|---|---|---|---|")
+for r in rows:
+    print("| " + " | ".join(str(x) for x in r) + " |")
+print(f"| occupancy at idle (PG, queue, pool) | | | | | {'0 everywhere' if drift == 0 else f'{drift} non-zero FAIL'} |")
+print(f"| lossless drops | | | | | {lossless:.0f}{'' if lossless == 0 else '  FAIL'} |")
+print(f"| counters decreasing | | | | | {decreases}{'' if decreases == 0 else '  FAIL'} |")
+print(f"| PFC storms detected / restored | | | | | {detected:.0f} / {restored:.0f} of {storms} |")
+frames = total(last, "headroom_port_rx_frames_total")
+print(f"| frames received (since start) | | | | | {frames:.0f} |")
+if failures:
+    print("\nFAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print("\nsoak passed")
+JUDGE
+}
+
+if [[ -n "$judge_only" ]]; then
+    judge "$judge_only" "$storms_sent" "$minutes"
+    exit $?
+fi
 
 profile="${SOAK_PROFILE:-debug}"
 bin="$repo_root/target/$profile"
@@ -204,99 +314,4 @@ for cycle in $(seq 0 $(( cycles - 1 ))); do
 done
 
 log "judging $(wc -l <"$out/samples.jsonl") samples"
-python3 - "$out/samples.jsonl" "$storms" "$minutes" <<'EOF'
-import json, re, sys
-path, storms, minutes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-samples = [json.loads(l) for l in open(path)]
-line = re.compile(r'^([a-z_]+)(\{[^}]*\})? (\S+)$')
-def parse(page):
-    m = {}
-    for l in page.splitlines():
-        g = line.match(l)
-        if g:
-            m[(g.group(1), g.group(2) or "")] = float(g.group(3))
-    return m
-for s in samples:
-    s["m"] = parse(s["metrics"])
-failures = []
-# Monotonicity of every counter.
-prev = {}
-decreases = 0
-for s in samples:
-    for (name, labels), v in s["m"].items():
-        if name.endswith("_total") or name.endswith("_count") or name.endswith("_sum"):
-            k = (name, labels)
-            if k in prev and v < prev[k]:
-                decreases += 1
-                if decreases <= 5:
-                    failures.append(f"counter {name}{labels} went from {prev[k]} to {v} at t={s['t']}")
-            prev[k] = v
-# Drift: every occupancy 0 at idle samples.
-idle = [s for s in samples if s["phase"] == "idle" and s["m"]]
-drift = 0
-for s in idle:
-    for (name, labels), v in s["m"].items():
-        if name in ("headroom_pg_used_bytes", "headroom_queue_occupancy_bytes", "headroom_pool_used_bytes") and v != 0:
-            drift += 1
-            if drift <= 5:
-                failures.append(f"idle at t={s['t']}: {name}{labels} = {v}")
-# Lossless drops.
-def total(m, name, pred=lambda labels: True):
-    return sum(v for (n, l), v in m.items() if n == name and pred(l))
-last = samples[-1]["m"] if samples and samples[-1]["m"] else {}
-lossless = (total(last, "headroom_port_drops_total", lambda l: 'reason="ingress_headroom_exhausted"' in l)
-            + total(last, "headroom_port_drops_total", lambda l: 'reason="queue_ring_full"' in l)
-            + total(last, "headroom_queue_drop_frames_total", lambda l: 'queue="3"' in l or 'queue="4"' in l)
-            - total(last, "headroom_port_drops_total", lambda l: 'reason="pfcwd_queue"' in l))
-if lossless != 0:
-    failures.append(f"{lossless:.0f} lossless drops")
-detected = total(last, "headroom_pfcwd_storms_detected_total")
-restored = total(last, "headroom_pfcwd_storms_restored_total")
-if storms and (detected < storms or restored != detected):
-    failures.append(f"watchdog: {storms} storms sent, {detected:.0f} detected, {restored:.0f} restored")
-# Growth at idle samples after a warm-up (the first cycle, and the first fifth of the run).
-warm = [s for s in idle[1:] if s["t"] >= samples[-1]["t"] / 5] if samples else []
-def slope(xs, ys):
-    n = len(xs)
-    if n < 3:
-        return 0.0
-    mx, my = sum(xs) / n, sum(ys) / n
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
-rows = []
-for key, unit, allowed in (("rss_kib", "KiB", None), ("fds", "", 2), ("threads", "", 0)):
-    ys = [s[key] for s in warm]
-    xs = [s["t"] for s in warm]
-    if not ys:
-        rows.append((key, "-", "-", "-", "-", "no idle samples"))
-        failures.append(f"{key}: no idle sample after the warm-up")
-        continue
-    growth = slope(xs, ys) * (xs[-1] - xs[0]) if len(ys) >= 3 else 0.0
-    if key == "rss_kib":
-        # Allowed: 2 MiB or 3 % over the run, whichever is larger (allocator noise).
-        allowed_kib = max(2048.0, 0.03 * ys[0])
-        ok = growth <= allowed_kib
-        verdict = f"trend {growth:+.0f} KiB (allowed {allowed_kib:.0f})"
-    else:
-        ok = max(ys) - min(ys) <= allowed and growth <= max(allowed, 0.5)
-        verdict = f"range {min(ys)}..{max(ys)}, trend {growth:+.1f}"
-    rows.append((key, ys[0], ys[-1], min(ys), max(ys), verdict + ("" if ok else "  FAIL")))
-    if not ok:
-        failures.append(f"{key} grows: {verdict}")
-print()
-print(f"soak: {minutes} min, {len(samples)} samples every 10 s ({len(idle)} idle), {storms} PFC storms")
-print(f"| figure | first idle | last idle | min | max | verdict |")
-print(f"|---|---|---|---|---|---|")
-for r in rows:
-    print("| " + " | ".join(str(x) for x in r) + " |")
-print(f"| occupancy at idle (PG, queue, pool) | | | | | {'0 everywhere' if drift == 0 else f'{drift} non-zero FAIL'} |")
-print(f"| lossless drops | | | | | {lossless:.0f}{'' if lossless == 0 else '  FAIL'} |")
-print(f"| counters decreasing | | | | | {decreases}{'' if decreases == 0 else '  FAIL'} |")
-print(f"| PFC storms detected / restored | | | | | {detected:.0f} / {restored:.0f} of {storms} |")
-frames = total(last, "headroom_port_rx_frames_total")
-print(f"| frames received (since start) | | | | | {frames:.0f} |")
-if failures:
-    print("\nFAILED:\n  " + "\n  ".join(failures))
-    sys.exit(1)
-print("\nsoak passed")
-EOF
+judge "$out/samples.jsonl" "$storms" "$minutes"
