@@ -199,16 +199,78 @@ socket="/run/headroom/${prefix}-lab.sock"
 metrics_port=$(( 19000 + RANDOM % 1000 ))
 log() { printf '[soak %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
+# Everything the soak starts is ended at exit, whatever the exit (the end, a failure, a signal):
+# each background process it starts is in `pids` and ends with all its descendants (a rocegen
+# under `timeout` under `ip netns exec`, a poller loop and the `headroom show` it runs); then the
+# switch stops; then whatever still runs in the lab's namespaces (all of it started here) is
+# killed and the lab removed. Anything left (a process, a namespace) makes the exit status 1.
 pids=()
 switch_pid=""
+# Stops a process, then its descendants, then ends them all (stopped first, so that none spawns
+# a child meanwhile); prints the pids it signalled.
+kill_tree() {
+    local pid=$1 child
+    kill -STOP "$pid" 2>/dev/null || return 0
+    for child in $(pgrep -P "$pid"); do kill_tree "$child"; done
+    kill -TERM "$pid" 2>/dev/null
+    kill -CONT "$pid" 2>/dev/null
+    echo "$pid"
+}
+# Waits up to $1 tenths of a second for the pids that follow to exit; kills the survivors.
+reap() {
+    local tenths=$1 p alive
+    shift
+    for _ in $(seq "$tenths"); do
+        alive=0
+        for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        (( alive )) || return 0
+        sleep 0.1
+    done
+    for p in "$@"; do kill -KILL "$p" 2>/dev/null; done
+}
+# Keeps in `pids` only the soak's own children that still run (a finished one's pid may be
+# reused by anyone's process).
+prune_pids() {
+    local p live=()
+    for p in "${pids[@]}"; do
+        [[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" == "$$" ]] && live+=("$p")
+    done
+    pids=("${live[@]}")
+}
+lab_namespaces() { ip netns list | awk -v p="$prefix-" 'index($1, p) == 1 { print $1 }'; }
 cleanup() {
+    local status=$? victims=() ns stray left=()
     set +e
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    [[ -n "$switch_pid" ]] && kill -TERM "$switch_pid" 2>/dev/null && wait "$switch_pid" 2>/dev/null
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    "$headroom" lab down --prefix "$prefix" >/dev/null 2>&1
+    trap - EXIT INT TERM HUP
+    prune_pids
+    for p in "${pids[@]}"; do mapfile -t -O "${#victims[@]}" victims < <(kill_tree "$p"); done
+    (( ${#victims[@]} )) && reap 50 "${victims[@]}"
+    if [[ -n "$switch_pid" ]] && kill -0 "$switch_pid" 2>/dev/null; then
+        kill -TERM "$switch_pid"
+        reap 300 "$switch_pid"
+    fi
+    wait 2>/dev/null
+    for ns in $(lab_namespaces); do
+        stray=$(ip netns pids "$ns" 2>/dev/null | xargs)
+        if [[ -n "$stray" ]]; then
+            echo "soak: killing what still ran in $ns: $(ps -o pid=,comm= -p "${stray// /,}" | xargs)" >&2
+            # shellcheck disable=SC2086
+            kill -KILL $stray 2>/dev/null
+        fi
+    done
+    [[ -x "$headroom" ]] && "$headroom" lab down --prefix "$prefix" >/dev/null 2>&1
+    for p in "${victims[@]}" $switch_pid; do kill -0 "$p" 2>/dev/null && left+=("process $p"); done
+    for ns in $(lab_namespaces); do left+=("namespace $ns"); done
+    if (( ${#left[@]} )); then
+        echo "soak: left behind: ${left[*]}" >&2
+        status=1
+    fi
+    exit "$status"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 host_ns() { echo "${prefix}-h$1"; }
 in_host() { local h="$1"; shift; ip netns exec "$(host_ns "$h")" nice -n -10 "$@"; }
@@ -293,11 +355,15 @@ while time.time() < end:
 cycles=$(( minutes * 2 ))
 storms=0
 log "soak: $cycles cycles of 30 s"
-in_host 1 iperf3 -s -D -p 5201 --logfile "$out/iperf3-server.log"
+# The TCP server in the foreground of a background job (not `iperf3 -D`, which would outlive
+# the soak).
+in_host 1 iperf3 -s -p 5201 --logfile "$out/iperf3-server.log" &
+pids+=($!)
 for cycle in $(seq 0 $(( cycles - 1 ))); do
     t0=$(date +%s)
     in_host 2 timeout 40 "$rocegen" "${rocegen_common[@]}" --clients 2 >"$out/rocegen-server.json" 2>>"$out/rocegen.err" &
     server=$!
+    pids+=("$server")
     sleep 0.3
     for h in 0 1; do
         in_host "$h" timeout 40 "$rocegen" "${rocegen_common[@]}" -s 65536 -t 32 -D 18 10.0.0.3 >"$out/rocegen-client$h.json" 2>>"$out/rocegen.err" &
@@ -328,6 +394,7 @@ for cycle in $(seq 0 $(( cycles - 1 ))); do
     sleep $(( 25 - ($(date +%s) - t0) > 0 ? 25 - ($(date +%s) - t0) : 0 ))
     sample idle "$cycle" "$stormy"
     sleep $(( 30 - ($(date +%s) - t0) > 0 ? 30 - ($(date +%s) - t0) : 0 ))
+    prune_pids
     log "cycle $(( cycle + 1 ))/$cycles"
 done
 
