@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Fuzz smoke test for the headroom-wire parsers (fuzz/fuzz_targets/*.rs).
+# Fuzz smoke test for headroom's parsers (fuzz/fuzz_targets/*.rs: the wire parsers, the
+# configuration loader, the control protocol, rocegen's out-of-band exchange).
 #
 # Installs cargo-fuzz if it is missing, builds every target, then runs each one for a bounded time,
-# starting from the committed seeds (fuzz/seeds/<target>, real frames and the ICRC vectors) plus the
-# local corpus (fuzz/corpus/<target>, git-ignored). Any crash, panic or sanitizer report fails the
-# script; libFuzzer then leaves the reproducer under fuzz/artifacts/<target>/.
+# starting from the committed corpus (fuzz/corpus/<target>: what the recorded campaigns reached,
+# minimised, see docs/reliability.md), the committed seeds (fuzz/seeds/<target>, real frames and
+# the ICRC vectors) and the local scratch corpus (fuzz/corpus-new/<target>, git-ignored, where new
+# inputs go). Any crash, panic or sanitizer report fails the script; libFuzzer then leaves the
+# reproducer under fuzz/artifacts/<target>/.
 #
 # cargo-fuzz needs nightly-only rustc flags (-Zsanitizer, sancov passes). The script uses a nightly
 # toolchain when `rustup toolchain list` shows one; otherwise it uses the pinned stable toolchain
@@ -86,10 +89,12 @@ run "${fuzz[@]}" build --sanitizer "$sanitizer"
 
 failed=()
 for target in "${targets[@]}"; do
+    scratch="fuzz/corpus-new/$target"
     corpus="fuzz/corpus/$target"
     seeds="fuzz/seeds/$target"
-    mkdir -p "$corpus"
-    dirs=("$corpus")
+    mkdir -p "$scratch"
+    dirs=("$scratch")
+    [[ -d "$corpus" ]] && dirs+=("$corpus")
     [[ -d "$seeds" ]] && dirs+=("$seeds")
     log "running $target for ${seconds}s"
     if run "${fuzz[@]}" run --sanitizer "$sanitizer" "$target" "${dirs[@]}" -- \

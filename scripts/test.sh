@@ -62,6 +62,13 @@ RUSTFLAGS="--cfg loom" cargo clippy -p headroom-core --lib --tests --locked --pr
 RUSTFLAGS="--cfg loom" cargo test -p headroom-core --lib --locked --profile loom \
     --target-dir target/loom -- loom_checks
 
+# --- 3b. soak ------------------------------------------------------------------------------------
+# Two minutes of the lab soak (scripts/soak.sh: incasts with DCQCN, TCP with ECN, a PFC storm,
+# reloads, set/rollback, clears, captures, show pollers; RSS/FD/thread growth, idle occupancy,
+# lossless drops and counter monotonicity judged). The binaries are the ones nextest built.
+say "soak (2 minutes)"
+scripts/soak.sh --minutes 2
+
 # --- 3b. DPDK (cargo feature `dpdk`) --------------------------------------------------------------
 # The crates that have a `dpdk` feature, built against the system DPDK (libdpdk-dev, installed
 # above): clippy, then their tests. The DPDK tests start EAL without hugepages (--no-huge) and

@@ -84,17 +84,23 @@ impl Target {
 
     pub(crate) fn connect(&self) -> Result<UnixStream, String> {
         let path = self.socket_path()?;
-        UnixStream::connect(&path)
-            .map_err(|e| format!("cannot reach the switch at {}: {e}", path.display()))
+        UnixStream::connect(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => permission_denied(&path),
+            _ => format!("cannot reach the switch at {}: {e}", path.display()),
+        })
     }
 
     /// Sends one request, returns the response.
     pub(crate) fn request(&self, request: &Request) -> Result<Response, String> {
         let stream = self.connect()?;
-        send(&stream, request)?;
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(|e| e.to_string())?;
+        if let Err(e) = send(&stream, request) {
+            // A switch that refuses us (permission, busy) answers and closes at once; its
+            // answer says why better than the broken pipe does.
+            return read_response(&mut BufReader::new(&stream)).map_err(|_| e);
+        }
         read_response(&mut BufReader::new(&stream))
     }
 
@@ -137,11 +143,39 @@ fn lab_socket(prefix: &str) -> Result<PathBuf, String> {
     ))
 }
 
+/// The message for a control socket we may not use (mode 0600, owned by the switch's user).
+fn permission_denied(path: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.uid() == 0 => format!(
+            "permission denied: run as root (the control socket {} is root's, mode {:o})",
+            path.display(),
+            m.mode() & 0o777
+        ),
+        Ok(m) => format!(
+            "permission denied: the control socket {} belongs to uid {} (mode {:o})",
+            path.display(),
+            m.uid(),
+            m.mode() & 0o777
+        ),
+        Err(_) => format!(
+            "permission denied: run as root (cannot reach the control socket {})",
+            path.display()
+        ),
+    }
+}
+
 /// The control socket of the only switch running with its socket in `dir`. Socket files that
 /// nobody listens on (left by a switch that was killed or crashed: a clean stop removes its
 /// socket) are not switches and are left out, so that one stale file neither hides the running
 /// switch nor makes it look like several.
 fn running_switch_socket(dir: &Path) -> Result<PathBuf, String> {
+    match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(permission_denied(dir));
+        }
+        _ => {}
+    }
     let sockets: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {
             let mut paths: Vec<PathBuf> = d
@@ -153,6 +187,12 @@ fn running_switch_socket(dir: &Path) -> Result<PathBuf, String> {
             paths
         })
         .unwrap_or_default();
+    // A socket we may not connect to is a switch we may not use, not a stale file.
+    if let Some(denied) = sockets.iter().find(|p| {
+        UnixStream::connect(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    }) {
+        return Err(permission_denied(denied));
+    }
     let (live, stale): (Vec<PathBuf>, Vec<PathBuf>) = sockets
         .into_iter()
         .partition(|p| UnixStream::connect(p).is_ok());
@@ -568,10 +608,25 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                     "TX bytes", "Drops",
                 ]);
                 let mut reasons = Vec::new();
+                let mut ignored = Vec::new();
                 for r in rows {
                     let drops: u64 = r.drops.values().sum();
                     for (reason, n) in &r.drops {
                         reasons.push(format!("  {}: {reason} {}", r.port, thousands(*n)));
+                    }
+                    if r.pause_rx_ignored > 0 {
+                        ignored.push(format!(
+                            "  {}: 802.3x PAUSE ignored (pause_802_3x off) {}",
+                            r.port,
+                            thousands(r.pause_rx_ignored)
+                        ));
+                    }
+                    if r.fdb_learn_table_full > 0 {
+                        ignored.push(format!(
+                            "  {}: sources not learned, MAC table full {}",
+                            r.port,
+                            thousands(r.fdb_learn_table_full)
+                        ));
                     }
                     t.row([
                         r.port,
@@ -590,6 +645,12 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 if !reasons.is_empty() {
                     sayln!("\nDrops by reason:");
                     for r in reasons {
+                        sayln!("{r}");
+                    }
+                }
+                if !ignored.is_empty() {
+                    sayln!("\nReceived, not acted on (frames still counted above):");
+                    for r in ignored {
                         sayln!("{r}");
                     }
                 }

@@ -583,7 +583,8 @@ fn write_config(path: &Path, text: &str) -> Result<(), LabError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::Failed(format!("creating {}: {e}", dir.display())))?;
     }
-    std::fs::write(path, text)
+    // Atomically: a switch reloading it (SIGHUP) never reads half a file.
+    headroom_runtime::atomic_file::write_atomically(path, text.as_bytes())
         .map_err(|e| LabError::Failed(format!("writing {}: {e}", path.display())))
 }
 

@@ -20,14 +20,17 @@ type PortMetric = (&'static str, &'static str, fn(&PortStats) -> u64);
 /// A per-queue counter: name, help, how to read it.
 type QueueMetric = (&'static str, &'static str, fn(&QueueStats) -> u64);
 
-/// The HTTP listener.
+#[path = "metrics/http.rs"]
+mod http;
+
+/// The HTTP listener (see [`http`] for its limits).
 pub(crate) struct Exporter {
-    server: tiny_http::Server,
+    server: http::HttpServer,
 }
 
 impl Exporter {
     pub(crate) fn bind(addr: SocketAddr) -> Result<Self, String> {
-        let server = tiny_http::Server::http(addr).map_err(|e| e.to_string())?;
+        let server = http::HttpServer::bind(addr).map_err(|e| e.to_string())?;
         tracing::info!(%addr, "Prometheus metrics at http://{addr}/metrics");
         Ok(Self { server })
     }
@@ -42,7 +45,7 @@ impl Exporter {
                 break;
             };
             let candidate = SocketAddr::new(addr.ip(), port);
-            match tiny_http::Server::http(candidate) {
+            match http::HttpServer::bind(candidate) {
                 Ok(server) => return Ok(Self { server }),
                 Err(e) => last = format!("{candidate}: {e}"),
             }
@@ -54,26 +57,30 @@ impl Exporter {
 
     /// The address it listens on.
     pub(crate) fn local_addr(&self) -> Option<SocketAddr> {
-        self.server.server_addr().to_ip()
+        self.server.local_addr()
     }
 
-    /// Answers every pending scrape (non-blocking).
-    pub(crate) fn serve(&self, control: &ControlPlane, running: &Running) {
-        while let Ok(Some(request)) = self.server.try_recv() {
-            let response = if request.url() == "/metrics" || request.url() == "/" {
-                let body = render(control, running);
-                let header = tiny_http::Header::from_bytes(
-                    &b"Content-Type"[..],
-                    &b"text/plain; version=0.0.4; charset=utf-8"[..],
-                )
-                .expect("static header");
-                tiny_http::Response::from_string(body).with_header(header)
-            } else {
-                tiny_http::Response::from_string("not found: try /metrics\n").with_status_code(404)
-            };
-            let _ = request.respond(response);
-        }
+    /// Answers every pending scrape (non-blocking; the page is rendered once per call at
+    /// most, and only if a client asks for it).
+    pub(crate) fn serve(&mut self, control: &ControlPlane, running: &Running) {
+        let endpoint = EndpointStats {
+            connections: self.server.connections(),
+            refused_busy: self.server.refused_busy,
+            timed_out: self.server.timed_out,
+            evicted: self.server.evicted,
+        };
+        self.server
+            .serve(|| render_with_endpoint(control, running, Some(endpoint)));
     }
+}
+
+/// The metrics endpoint's own counters, rendered on its page.
+#[derive(Clone, Copy, Debug)]
+struct EndpointStats {
+    connections: usize,
+    refused_busy: u64,
+    timed_out: u64,
+    evicted: u64,
 }
 
 struct Out {
@@ -108,8 +115,21 @@ impl Out {
     }
 }
 
-/// The metrics page.
+/// The metrics page (without the endpoint's own counters).
+#[allow(
+    dead_code,
+    reason = "used by tests/tooling_metrics.rs, which includes this file"
+)]
 pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
+    render_with_endpoint(control, running, None)
+}
+
+/// The metrics page, with the endpoint's own counters when served over HTTP.
+fn render_with_endpoint(
+    control: &ControlPlane,
+    running: &Running,
+    endpoint: Option<EndpointStats>,
+) -> String {
     let config = control.config();
     let shared = running.shared();
     let mut o = Out {
@@ -230,6 +250,24 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             &[("port", names[p])],
             s.pause_rx,
         );
+    }
+    let ignored: [PortMetric; 2] = [
+        (
+            "headroom_pause_rx_ignored_frames_total",
+            "IEEE 802.3x PAUSE frames received and ignored (pause_802_3x off).",
+            |s| s.pause_rx_ignored,
+        ),
+        (
+            "headroom_fdb_learn_table_full_total",
+            "Source addresses not learned because the MAC table was full (frames still forwarded).",
+            |s| s.fdb_learn_table_full,
+        ),
+    ];
+    for (name, help, f) in ignored {
+        o.family(name, "counter", help);
+        for (p, s) in stats.iter().enumerate() {
+            o.sample(name, &[("port", names[p])], f(s));
+        }
     }
     let queue_counters: [QueueMetric; 5] = [
         (
@@ -412,6 +450,42 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
             h,
         );
     }
+    o.family(
+        "headroom_pool_used_bytes",
+        "gauge",
+        "Bytes of the pool in use now (kind: shared, or headroom for an ingress pool's PGs).",
+    );
+    for (i, pool) in config.pools.iter().enumerate() {
+        let (used, headroom) = match pool.direction {
+            headroom_config::PoolDirection::Ingress => shared.ingress_pool_used_bytes(i),
+            headroom_config::PoolDirection::Egress => (shared.egress_pool_used_bytes(i), 0),
+        };
+        o.sample(
+            "headroom_pool_used_bytes",
+            &[("pool", &pool.name), ("kind", "shared")],
+            used,
+        );
+        o.sample(
+            "headroom_pool_used_bytes",
+            &[("pool", &pool.name), ("kind", "headroom")],
+            headroom,
+        );
+    }
+    o.family(
+        "headroom_queue_occupancy_bytes",
+        "gauge",
+        "Bytes waiting in the egress queue now (headroom_queue_depth_bytes is the depth at the last dequeue).",
+    );
+    for (p, name) in names.iter().enumerate() {
+        let id = headroom_core::types::PortId(u16::try_from(p).unwrap_or(u16::MAX));
+        for q in 0..8 {
+            o.sample(
+                "headroom_queue_occupancy_bytes",
+                &[("port", name), ("queue", &prio[q])],
+                shared.queue_depth_bytes(id, q),
+            );
+        }
+    }
     // The stormed state is the running dataplane's; the storm counts are totals since start,
     // carried over reconfigurations like every counter (monotonic for `rate()`).
     type WatchdogMetric = (
@@ -466,6 +540,58 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
         &[],
         control.fdb_sync_overflow_total(shared),
     );
+    o.family(
+        "headroom_control_connections",
+        "gauge",
+        "Connections to the control socket open now (captures not included).",
+    );
+    o.sample(
+        "headroom_control_connections",
+        &[],
+        control.clients_connected(),
+    );
+    let (busy, peer, deadline, oversized) = control.clients_refused();
+    o.family(
+        "headroom_control_refused_total",
+        "counter",
+        "Control socket connections refused or cut off: busy (too many open), peer (not the socket's owner), deadline (request or answer too slow), oversized (request line too long).",
+    );
+    for (reason, n) in [
+        ("busy", busy),
+        ("peer", peer),
+        ("deadline", deadline),
+        ("oversized", oversized),
+    ] {
+        o.sample("headroom_control_refused_total", &[("reason", reason)], n);
+    }
+    if let Some(e) = endpoint {
+        o.family(
+            "headroom_metrics_connections",
+            "gauge",
+            "Connections to this endpoint open now (this scrape's included).",
+        );
+        o.sample("headroom_metrics_connections", &[], e.connections);
+        o.family(
+            "headroom_metrics_refused_total",
+            "counter",
+            "Connections to this endpoint refused (busy: too many open, all answering) or cut off (deadline; evicted: incomplete and the oldest when a new one came).",
+        );
+        o.sample(
+            "headroom_metrics_refused_total",
+            &[("reason", "busy")],
+            e.refused_busy,
+        );
+        o.sample(
+            "headroom_metrics_refused_total",
+            &[("reason", "deadline")],
+            e.timed_out,
+        );
+        o.sample(
+            "headroom_metrics_refused_total",
+            &[("reason", "evicted")],
+            e.evicted,
+        );
+    }
     o.family("headroom_pfc_storm_alarm", "gauge", "1 while PFC frames for the priority arrive faster than switch.pfc_storm_alarm_frames_per_second.");
     for (p, name) in names.iter().enumerate() {
         for i in 0..8 {

@@ -9,6 +9,7 @@ use headroom_core::types::PRIORITY_COUNT;
 use headroom_io::pool::{FramePool, PoolConfig};
 use headroom_runtime::backend::{AfPacketBackend, Backend, MemoryBackend};
 use headroom_runtime::control::{ControlAction, ControlPlane};
+use headroom_runtime::fault::{log_fault_stats, FaultBackend, PortFaultStats};
 use headroom_runtime::{plan, pool_is_full, start, Running};
 use std::path::Path;
 use std::process::ExitCode;
@@ -18,6 +19,9 @@ use std::time::Duration;
 
 /// Exit code when the switch could not start (a port, the layout, a thread).
 const EXIT_START_FAILED: u8 = 1;
+
+/// How often the fault injectors' counts are logged while `[testing.fault_injection]` is on.
+const FAULT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 enum AnyBackend {
     AfPacket(AfPacketBackend),
@@ -49,21 +53,51 @@ fn backend_for(config: &Config) -> Result<AnyBackend, String> {
     }
 }
 
+/// A running dataplane and what its fault injectors count (`[testing.fault_injection]`).
+type Started = (Running, Vec<PortFaultStats>);
+
 /// Starts a dataplane of `config`; `capture_flags`: the captures it must mirror from its first
 /// frame (`ControlPlane::capture_flags_for`; empty at the first start).
 fn start_any(
     config: &Config,
     backend: &mut AnyBackend,
     capture_flags: Vec<u8>,
-) -> Result<Running, String> {
+) -> Result<Started, String> {
     let mut spec = plan::runtime_spec(config);
     spec.capture_flags = capture_flags;
     match backend {
-        AnyBackend::AfPacket(b) => start(spec, b).map_err(|e| e.to_string()),
-        AnyBackend::Memory(b) => start(spec, b).map_err(|e| e.to_string()),
+        AnyBackend::AfPacket(b) => start_with_faults(spec, b, config),
+        AnyBackend::Memory(b) => start_with_faults(spec, b, config),
         #[cfg(feature = "dpdk")]
-        AnyBackend::Dpdk(b) => start(spec, b.as_mut()).map_err(|e| e.to_string()),
+        AnyBackend::Dpdk(b) => start_with_faults(spec, b.as_mut(), config),
     }
+}
+
+/// Starts on `backend`, through fault injectors when the configuration asks for them.
+fn start_with_faults<B: Backend>(
+    spec: headroom_runtime::RuntimeSpec,
+    backend: &mut B,
+    config: &Config,
+) -> Result<Started, String> {
+    let Some(faults) = &config.testing.fault_injection else {
+        return start(spec, backend)
+            .map(|r| (r, Vec::new()))
+            .map_err(|e| e.to_string());
+    };
+    let names: Vec<&str> = faults
+        .ports
+        .iter()
+        .map(|&p| config.ports[p].name.as_str())
+        .collect();
+    tracing::warn!(
+        ports = ?names,
+        seed = faults.seed,
+        "FAULT INJECTION IS ON ([testing.fault_injection]): frames are dropped, corrupted and \
+         delayed on purpose"
+    );
+    let mut faulty = FaultBackend::new(backend, config);
+    let running = start(spec, &mut faulty).map_err(|e| e.to_string())?;
+    Ok((running, faulty.stats().to_vec()))
 }
 
 fn pool_full(backend: &mut AnyBackend) -> bool {
@@ -135,7 +169,7 @@ pub(crate) fn run_with(
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    let mut running = match start_any(control.config(), &mut backend, Vec::new()) {
+    let (mut running, mut faults) = match start_any(control.config(), &mut backend, Vec::new()) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot start: {e}");
@@ -148,7 +182,7 @@ pub(crate) fn run_with(
     {
         tracing::info!(%addr, "Prometheus metrics at http://{addr}/metrics");
     }
-    let metrics = match (exporter, control.config().runtime.prometheus_listen) {
+    let mut metrics = match (exporter, control.config().runtime.prometheus_listen) {
         (Some(exporter), _) => Some(exporter),
         (None, Some(addr)) => match crate::metrics::Exporter::bind(addr) {
             Ok(m) => Some(m),
@@ -167,8 +201,13 @@ pub(crate) fn run_with(
         "headroom running"
     );
 
+    let mut last_fault_log = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
+        if !faults.is_empty() && last_fault_log.elapsed() >= FAULT_LOG_INTERVAL {
+            log_fault_stats(&faults);
+            last_fault_log = std::time::Instant::now();
+        }
         for event in running.drain_events() {
             headroom_runtime::log_event(running.shared(), &event);
             control.note_event(&event);
@@ -178,7 +217,7 @@ pub(crate) fn run_with(
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;
         }
-        if let Some(m) = &metrics {
+        if let Some(m) = &mut metrics {
             m.serve(&control, &running);
         }
         let mut apply = match control.poll(&mut running) {
@@ -211,9 +250,11 @@ pub(crate) fn run_with(
         if let Some((text, new, reason, from_socket)) = apply {
             tracing::info!(%reason, "config change: draining queues, then switching to the new configuration");
             let old = running.stop();
+            log_fault_stats(&faults);
             match restart(&new, &mut backend, control.capture_flags_for(&new)) {
-                Ok(r) => {
+                Ok((r, f)) => {
                     running = r;
+                    faults = f;
                     tracing::info!(%reason, "config change applied");
                     if from_socket {
                         control.applied(Ok((text, new, Some(old))));
@@ -225,11 +266,12 @@ pub(crate) fn run_with(
                     tracing::error!(%reason, error = %e, "the new configuration could not start; restarting the previous one");
                     let flags = control.capture_flags_for(control.config());
                     match restart(control.config(), &mut backend, flags) {
-                        Ok(r) => {
+                        Ok((r, f)) => {
                             let previous = control.config().clone();
                             let previous_text = control.config_text().to_owned();
                             control.carry_over(&old, previous_text, previous);
                             running = r;
+                            faults = f;
                         }
                         Err(e) => {
                             tracing::error!(error = %e, "cannot restart the previous configuration");
@@ -245,6 +287,7 @@ pub(crate) fn run_with(
     }
     tracing::info!("stopping: draining queues");
     let shared = running.stop();
+    log_fault_stats(&faults);
     print_counters(&shared, &control);
     drop(shared);
     if !pool_full(&mut backend) {
@@ -259,7 +302,7 @@ fn restart(
     config: &Config,
     backend: &mut AnyBackend,
     capture_flags: Vec<u8>,
-) -> Result<Running, String> {
+) -> Result<Started, String> {
     match backend {
         #[cfg(feature = "dpdk")]
         AnyBackend::Dpdk(b) if config.switch.driver == Driver::Dpdk => {

@@ -55,6 +55,9 @@ pub(crate) const DEFAULT_DPDK_MEMPOOL_MBUFS: u32 = 8191;
 pub(crate) const DEFAULT_DPDK_MEMPOOL_CACHE_SIZE: u32 = 256;
 pub(crate) const DEFAULT_DPDK_DESCRIPTORS: u16 = 1024;
 
+/// Frames a port's fault injector may hold back at once (`testing.fault_injection.hold_frames`).
+pub(crate) const DEFAULT_FAULT_HOLD_FRAMES: u16 = 64;
+
 // Built-in pools (SONiC's conventional names).
 pub(crate) const INGRESS_LOSSLESS_POOL: &str = "ingress_lossless_pool";
 pub(crate) const INGRESS_LOSSY_POOL: &str = "ingress_lossy_pool";

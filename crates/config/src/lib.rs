@@ -28,11 +28,11 @@ pub use headroom::{
     CABLE_SIGNAL_SPEED_METRES_PER_SECOND,
 };
 pub use model::{
-    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore, Lldp,
-    LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port,
-    PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler, SchedulerKind,
-    StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT,
-    PRIORITY_COUNT,
+    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection, FrameFaults,
+    HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal,
+    Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime,
+    Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode, Trust, Vlan,
+    WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 pub use resolve::lossless_profile_name;
 
@@ -73,8 +73,8 @@ pub fn load_with(
 ) -> Result<(Config, Vec<Warning>), ConfigErrors> {
     let path = path.as_ref();
     let file_name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse_with(&text, &file_name, options),
+    match std::fs::read(path) {
+        Ok(bytes) => parse_bytes(&bytes, &file_name, options),
         Err(error) => Err(ConfigErrors {
             errors: vec![Diagnostic {
                 file: file_name,
@@ -84,6 +84,38 @@ pub fn load_with(
             }],
             warnings: Vec::new(),
         }),
+    }
+}
+
+/// Parse and resolve a configuration file's bytes (what [`load_with`] does after reading the
+/// file): text that is not UTF-8 is refused with the place of the first bad byte.
+///
+/// # Errors
+/// As [`load`].
+pub fn parse_bytes(
+    bytes: &[u8],
+    file_name: &str,
+    options: &ParseOptions,
+) -> Result<(Config, Vec<Warning>), ConfigErrors> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_with(text, file_name, options),
+        Err(error) => {
+            let valid = &bytes[..error.valid_up_to()];
+            // The valid prefix is UTF-8: locate the bad byte in it, by line and column.
+            let prefix = std::str::from_utf8(valid).unwrap_or("");
+            Err(ConfigErrors {
+                errors: vec![Diagnostic {
+                    file: file_name.to_owned(),
+                    location: Some(location_of(prefix, prefix.len())),
+                    key: String::new(),
+                    message: format!(
+                        "not UTF-8 text (TOML files are UTF-8): invalid byte 0x{:02x}",
+                        bytes[error.valid_up_to()]
+                    ),
+                }],
+                warnings: Vec::new(),
+            })
+        }
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Config {
     pub lldp: Lldp,
     /// Static MAC table entries (`[[fdb.static]]`), in file order.
     pub fdb_static: Vec<StaticFdb>,
+    /// Test and drill settings (`[testing]`); all off by default.
+    pub testing: Testing,
 }
 
 /// A static MAC table entry (IEEE 802.1Q 8.8.1 static filtering entry; SONiC's static FDB):
@@ -51,6 +53,57 @@ pub struct StaticFdb {
     pub vlan_id: u16,
     /// Index of the port in [`Config::ports`].
     pub port: usize,
+}
+
+/// `[testing]`: for tests and fault drills, never for a production switch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Testing {
+    /// `[testing.fault_injection]`, when present and acknowledged.
+    pub fault_injection: Option<FaultInjection>,
+}
+
+/// `[testing.fault_injection]`: the ports' frames are dropped, corrupted, truncated,
+/// duplicated, reordered and delayed, transmit queues stall and links flap, from a seed
+/// (`headroom_io::fault`). It breaks traffic on purpose.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultInjection {
+    /// Seed of the fault generators.
+    pub seed: u64,
+    /// The ports (indices into [`Config::ports`]) with faults.
+    pub ports: Vec<usize>,
+    /// Faults of received frames.
+    pub rx: FrameFaults,
+    /// Faults of transmitted frames.
+    pub tx: FrameFaults,
+    /// Transmit stalls per second, on average.
+    pub tx_stalls_per_second: f64,
+    /// How long a stall lasts, ns.
+    pub tx_stall_ns: u64,
+    /// Link flaps per second, on average.
+    pub link_flaps_per_second: f64,
+    /// How long a flapped link stays down, ns.
+    pub link_down_ns: u64,
+    /// Frames a port's fault injector may hold back at once (duplicates, reordered, delayed).
+    pub hold_frames: usize,
+}
+
+/// Per-frame fault probabilities of one direction (their sum is at most 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrameFaults {
+    /// The frame is lost.
+    pub drop_rate: f64,
+    /// 1 to 3 bits of the frame are flipped (half the flips in its first 64 bytes).
+    pub corrupt_rate: f64,
+    /// The frame is cut short.
+    pub truncate_rate: f64,
+    /// The frame arrives twice.
+    pub duplicate_rate: f64,
+    /// The frame is overtaken by the frames behind it.
+    pub reorder_rate: f64,
+    /// The frame is held back up to `delay_max_ns`.
+    pub delay_rate: f64,
+    /// Longest delay, ns.
+    pub delay_max_ns: u64,
 }
 
 /// `[lldp]`: the LLDP (IEEE 802.1AB-2016) and DCBX (IEEE 802.1Qaz) agent.

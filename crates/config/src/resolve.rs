@@ -12,11 +12,11 @@ use crate::defaults::{self as def, AZURE};
 use crate::error::{join_key, Diagnostic, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
-    tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, HeadroomCalc, Lcore,
-    Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal, Polling, PoolDirection,
-    Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime, Scheduler,
-    SchedulerKind, StaticFdb, Switch, Threshold, ThresholdMode, Trust, Vlan, WredColor,
-    WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection,
+    FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction,
+    PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps,
+    Queue, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode,
+    Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::schema::{
     IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
@@ -253,6 +253,7 @@ impl Resolver<'_, '_> {
         let runtime = self.runtime(&switch, environment);
         let dpdk = self.dpdk(&switch);
         let fdb_static = self.fdb_static(&ports);
+        let testing = self.testing(&ports);
         self.warn_unused(&pools, &ports);
 
         if !self.d.errors.is_empty() {
@@ -270,6 +271,7 @@ impl Resolver<'_, '_> {
             dpdk,
             lldp,
             fdb_static,
+            testing,
         })
     }
 
@@ -2515,6 +2517,122 @@ impl Resolver<'_, '_> {
             burst_size,
             control_socket,
             prometheus_listen,
+        }
+    }
+
+    /// `[testing]`. Fault injection needs `i_understand_this_breaks_traffic = true`: nobody
+    /// turns it on by copying a section without reading it.
+    fn testing(&mut self, ports: &[Port]) -> Testing {
+        let Some(raw) = self.raw.testing.fault_injection.as_ref() else {
+            return Testing::default();
+        };
+        const P: &str = "testing.fault_injection";
+        if raw.i_understand_this_breaks_traffic != Some(true) {
+            self.d.error(
+                &format!("{P}.i_understand_this_breaks_traffic"),
+                "fault injection drops, corrupts and delays frames on purpose: set \
+                 i_understand_this_breaks_traffic = true to enable it, or remove the section",
+            );
+        }
+        let seed = self.ranged(raw.seed, &format!("{P}.seed"), 0, i64::MAX, 0);
+        let hold_frames = self.ranged(
+            raw.hold_frames,
+            &format!("{P}.hold_frames"),
+            1,
+            4096,
+            i64::from(def::DEFAULT_FAULT_HOLD_FRAMES),
+        );
+        let port_list = match &raw.ports {
+            None => (0..ports.len()).collect(),
+            Some(names) => {
+                let mut list = Vec::new();
+                for (i, name) in names.iter().enumerate() {
+                    match ports.iter().position(|p| &p.name == name) {
+                        Some(index) if !list.contains(&index) => list.push(index),
+                        Some(_) => self.d.error(
+                            &format!("{P}.ports[{i}]"),
+                            format!("port {name:?} listed twice"),
+                        ),
+                        None => self.d.error(
+                            &format!("{P}.ports[{i}]"),
+                            format!("no port named {name:?}"),
+                        ),
+                    }
+                }
+                list
+            }
+        };
+        let mut number = |value: Option<f64>, key: &str, max: f64, default: f64| -> f64 {
+            match value {
+                None => default,
+                Some(v) if v.is_finite() && (0.0..=max).contains(&v) => v,
+                Some(v) => {
+                    self.d.error(
+                        &format!("{P}.{key}"),
+                        format!("{v} is out of range 0..={max}"),
+                    );
+                    default
+                }
+            }
+        };
+        let ns = |ms: f64| (ms * 1e6) as u64;
+        let tx_stalls_per_second =
+            number(raw.tx_stalls_per_second, "tx_stalls_per_second", 1e6, 0.0);
+        let tx_stall_ns = ns(number(raw.tx_stall_ms, "tx_stall_ms", 60_000.0, 1.0));
+        let link_flaps_per_second =
+            number(raw.link_flaps_per_second, "link_flaps_per_second", 1e6, 0.0);
+        let link_down_ns = ns(number(raw.link_down_ms, "link_down_ms", 60_000.0, 500.0));
+        let mut direction = |raw: Option<&crate::schema::RawFrameFaults>, dir: &str| {
+            let empty = crate::schema::RawFrameFaults::default();
+            let r = raw.unwrap_or(&empty);
+            let mut rate = |v: Option<f64>, key: &str| number(v, &format!("{dir}.{key}"), 1.0, 0.0);
+            let faults = FrameFaults {
+                drop_rate: rate(r.drop_rate, "drop_rate"),
+                corrupt_rate: rate(r.corrupt_rate, "corrupt_rate"),
+                truncate_rate: rate(r.truncate_rate, "truncate_rate"),
+                duplicate_rate: rate(r.duplicate_rate, "duplicate_rate"),
+                reorder_rate: rate(r.reorder_rate, "reorder_rate"),
+                delay_rate: rate(r.delay_rate, "delay_rate"),
+                delay_max_ns: (number(r.delay_max_us, &format!("{dir}.delay_max_us"), 1e7, 100.0)
+                    * 1e3) as u64,
+            };
+            let sum = faults.drop_rate
+                + faults.corrupt_rate
+                + faults.truncate_rate
+                + faults.duplicate_rate
+                + faults.reorder_rate
+                + faults.delay_rate;
+            (faults, sum)
+        };
+        let (rx, rx_sum) = direction(raw.rx.as_ref(), "rx");
+        let (tx, tx_sum) = direction(raw.tx.as_ref(), "tx");
+        for (dir, sum) in [("rx", rx_sum), ("tx", tx_sum)] {
+            if sum > 1.0 + 1e-9 {
+                self.d.error(
+                    &format!("{P}.{dir}"),
+                    format!(
+                        "the rates sum to {sum}: each frame meets at most one fault, so at most 1"
+                    ),
+                );
+            }
+        }
+        let injection = FaultInjection {
+            seed: seed.unsigned_abs(),
+            ports: port_list,
+            rx,
+            tx,
+            tx_stalls_per_second,
+            tx_stall_ns,
+            link_flaps_per_second,
+            link_down_ns,
+            hold_frames: usize::try_from(hold_frames).unwrap_or(1),
+        };
+        self.d.warning(
+            P,
+            "FAULT INJECTION IS ON: this switch drops, corrupts and delays frames on purpose",
+        );
+        Testing {
+            fault_injection: Some(injection),
         }
     }
 

@@ -111,6 +111,8 @@ pub(crate) struct RawConfig {
     pub lldp: RawLldp,
     #[serde(default)]
     pub fdb: RawFdb,
+    #[serde(default)]
+    pub testing: RawTesting,
 }
 
 /// `[fdb]`: the MAC table's configured part.
@@ -419,6 +421,40 @@ pub(crate) struct RawDpdk {
     pub mempool_cache_size: Option<i64>,
     pub rx_descriptors: Option<i64>,
     pub tx_descriptors: Option<i64>,
+}
+
+/// `[testing]`: settings for tests and drills only, never for a production switch.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTesting {
+    pub fault_injection: Option<RawFaultInjection>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFaultInjection {
+    pub i_understand_this_breaks_traffic: Option<bool>,
+    pub seed: Option<i64>,
+    pub ports: Option<Vec<String>>,
+    pub hold_frames: Option<i64>,
+    pub tx_stalls_per_second: Option<f64>,
+    pub tx_stall_ms: Option<f64>,
+    pub link_flaps_per_second: Option<f64>,
+    pub link_down_ms: Option<f64>,
+    pub rx: Option<RawFrameFaults>,
+    pub tx: Option<RawFrameFaults>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFrameFaults {
+    pub drop_rate: Option<f64>,
+    pub corrupt_rate: Option<f64>,
+    pub truncate_rate: Option<f64>,
+    pub duplicate_rate: Option<f64>,
+    pub reorder_rate: Option<f64>,
+    pub delay_rate: Option<f64>,
+    pub delay_max_us: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1058,3 +1058,15 @@ fn static_fdb_entries_are_checked() {
         "t.toml:8:7: fdb.static[1].mac: 02-00-00-00-00-01 in VLAN 1 is already fdb.static[0]",
     );
 }
+
+#[test]
+fn bytes_that_are_not_utf8_are_refused_with_their_place() {
+    let bytes = b"[switch]\nname = \"a\xffb\"\n";
+    let errors =
+        headroom_config::parse_bytes(bytes, "t.toml", &headroom_config::ParseOptions::default())
+            .unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "error: t.toml:2:10: not UTF-8 text (TOML files are UTF-8): invalid byte 0xff"
+    );
+}

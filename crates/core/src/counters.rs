@@ -177,8 +177,17 @@ pub struct IngressPortCounters {
     pub pfc_rx: PerPrio<Counter>,
     /// PFC frames received for priorities outside `pfc_enable` (counted in `pfc_rx` too, ignored).
     pub pfc_rx_ignored: PerPrio<Counter>,
+    /// PFC frames received that parsed, each once whatever its class-enable vector (a malformed
+    /// one is a `mac_control_malformed` drop instead).
+    pub pfc_frames_rx: Counter,
     /// IEEE 802.3x PAUSE frames received (never counted as PFC).
     pub pause_rx: Counter,
+    /// PAUSE frames received while the port does not honour 802.3x (`pause_802_3x` off):
+    /// counted in `pause_rx` too, ignored.
+    pub pause_rx_ignored: Counter,
+    /// Source addresses received on this port that could not be learned because the MAC table
+    /// had no free slot (the frame is still forwarded; frames to that station are flooded).
+    pub fdb_learn_table_full: Counter,
     /// MAC Control frames with an opcode we do not act on.
     pub mac_control_unknown_rx: Counter,
     /// XOFF transitions of each PG (the PG started asking for pause).

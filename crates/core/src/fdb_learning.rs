@@ -48,9 +48,13 @@ impl IngressFdb {
     /// FDB learning, skipping the table when the same station was learned on this port within
     /// the last [`RELEARN_INTERVAL_NS`] (back-to-back frames of one flow).
     #[inline]
+    /// `overflow`: the side's `fdb_sync_overflow`; `table_full`: the port's
+    /// `fdb_learn_table_full` (a source not learned because the table has no free slot).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn learn(
         &mut self,
         overflow: &Counter,
+        table_full: &Counter,
         vid: u16,
         mac: [u8; 6],
         port: PortId,
@@ -64,7 +68,7 @@ impl IngressFdb {
         }
         *last_key = key;
         *last_ns = now_ns;
-        self.learn_in_table(overflow, vid, mac, port, now);
+        self.learn_in_table(overflow, table_full, vid, mac, port, now);
     }
 
     /// The table part of [`IngressFdb::learn`], and its publication to the other ingress
@@ -72,15 +76,20 @@ impl IngressFdb {
     /// per-frame path keeps its registers free (measured: inlined, the single-side path cost
     /// 7 Ir/packet more).
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn learn_in_table(
         &mut self,
         overflow: &Counter,
+        table_full: &Counter,
         vid: u16,
         mac: [u8; 6],
         port: PortId,
         now: Instant,
     ) {
         let learned = self.fdb.learn(vid, mac, port, now);
+        if learned == Learned::TableFull {
+            table_full.inc();
+        }
         if self.sync.is_some() {
             self.publish_learned(overflow, learned, vid, mac, port, now);
         }

@@ -25,6 +25,14 @@ pub trait Frame: Send + Sized + 'static {
     /// owner has no free buffer (the caller counts a drop).
     fn try_clone(&self) -> Option<Self>;
 
+    /// Shortens the frame to its first `len` bytes (nothing happens when it is not longer).
+    /// Returns `false`, leaving the frame unchanged, when the owner cannot shorten a frame in
+    /// place (the default). Only fault injection (`headroom_io::fault`) cuts frames short.
+    fn truncate(&mut self, len: usize) -> bool {
+        let _ = len;
+        false
+    }
+
     /// Length in bytes.
     fn len(&self) -> usize {
         self.data().len()
@@ -89,6 +97,11 @@ impl Frame for HeapFrame {
     fn try_clone(&self) -> Option<Self> {
         Some(self.clone())
     }
+
+    fn truncate(&mut self, len: usize) -> bool {
+        self.buf.truncate(self.start + len);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +120,11 @@ mod tests {
         assert!(!f.pull_front(4));
         assert!(!f.push_front(HEAP_FRAME_HEADROOM + 1));
         assert_eq!(f.data(), &[1, 2, 3]);
+        assert!(f.truncate(5), "not longer: unchanged");
+        assert_eq!(f.data(), &[1, 2, 3]);
+        assert!(f.truncate(1));
+        assert_eq!(f.data(), &[1]);
+        assert!(f.truncate(0));
+        assert!(f.is_empty());
     }
 }

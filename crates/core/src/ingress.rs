@@ -608,6 +608,7 @@ impl<F: Frame> IngressState<F> {
         }
         self.fdb.learn(
             &ctx.counters.fdb_sync_overflow,
+            &counters.fdb_learn_table_full,
             vid,
             l2.src_addr.0,
             port,
@@ -832,6 +833,7 @@ impl<F: Frame> IngressState<F> {
             (view.pfc_enable, view.pause_802_3x, view.speed_bps);
         match parsed {
             Ok(MacControlRepr::Pfc(pfc)) => {
+                counters.pfc_frames_rx.inc();
                 for prio in Priority::ALL {
                     let Some(quanta) = pfc.quanta_for(prio.get()) else {
                         continue;
@@ -857,6 +859,8 @@ impl<F: Frame> IngressState<F> {
                         now,
                         quanta_to_nanos(pause.pause_quanta, speed_bps),
                     );
+                } else {
+                    counters.pause_rx_ignored.inc();
                 }
             }
             Ok(MacControlRepr::Unknown { .. }) => counters.mac_control_unknown_rx.inc(),

@@ -59,8 +59,14 @@ pub struct PortStats {
     pub pfc_tx: [u64; PRIORITY_COUNT],
     /// PFC frames sent.
     pub pfc_frames_tx: u64,
+    /// PFC frames received that parsed (each once).
+    pub pfc_frames_rx: u64,
     /// 802.3x PAUSE frames received.
     pub pause_rx: u64,
+    /// 802.3x PAUSE frames received and ignored (the port does not honour 802.3x).
+    pub pause_rx_ignored: u64,
+    /// Source addresses not learned because the MAC table was full.
+    pub fdb_learn_table_full: u64,
     /// Time each priority's egress was held by received PFC, ns.
     pub paused_ns: [u64; PRIORITY_COUNT],
     /// Drops by reason (index with [`DropReason::index`]).
@@ -103,7 +109,10 @@ impl PortStats {
             pfc_rx: arr(&self.pfc_rx, &other.pfc_rx),
             pfc_tx: arr(&self.pfc_tx, &other.pfc_tx),
             pfc_frames_tx: f(self.pfc_frames_tx, other.pfc_frames_tx),
+            pfc_frames_rx: f(self.pfc_frames_rx, other.pfc_frames_rx),
             pause_rx: f(self.pause_rx, other.pause_rx),
+            pause_rx_ignored: f(self.pause_rx_ignored, other.pause_rx_ignored),
+            fdb_learn_table_full: f(self.fdb_learn_table_full, other.fdb_learn_table_full),
             paused_ns: arr(&self.paused_ns, &other.paused_ns),
             drops: core::array::from_fn(|i| f(self.drops[i], other.drops[i])),
             queues: core::array::from_fn(|i| {
@@ -175,7 +184,10 @@ impl Shared {
             let c = &side.ports[p];
             s.rx_frames += c.rx_frames.get();
             s.rx_bytes += c.rx_bytes.get();
+            s.pfc_frames_rx += c.pfc_frames_rx.get();
             s.pause_rx += c.pause_rx.get();
+            s.pause_rx_ignored += c.pause_rx_ignored.get();
+            s.fdb_learn_table_full += c.fdb_learn_table_full.get();
             for i in 0..PRIORITY_COUNT {
                 s.rx_tc_frames[i] += c.rx_tc_frames[i].get();
                 s.rx_tc_bytes[i] += c.rx_tc_bytes[i].get();

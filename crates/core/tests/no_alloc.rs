@@ -274,3 +274,68 @@ fn fdb_sync_between_ingress_sides_allocates_nothing() {
     );
     assert_eq!(allocated, 0, "allocations on the multi-side learn path");
 }
+
+/// A MAC flood fills the table and keeps arriving: table-full learns, flooding to every port
+/// and the relearn cache allocate nothing (the table is allocated once, at its capacity).
+#[test]
+fn a_mac_flood_with_the_table_full_allocates_nothing() {
+    let pool: Arc<ArrayQueue<Buf>> = Arc::new(ArrayQueue::new(4096));
+    for _ in 0..4096 {
+        pool.push(Box::new([0u8; 2048])).expect("room");
+    }
+    let mut params = presets::simple(4, 10_000_000_000);
+    params.fdb_capacity = 256;
+    let mut now = Instant::from_millis(1);
+    let mut sw: LcoreStep<PoolFrame> = LcoreStep::single(params, now).unwrap();
+    let template = ipv4_frame(HOST_A, [0xff; 6], 0, Ecn::NotEct, 64)
+        .data()
+        .to_vec();
+    let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut tx: Vec<PoolFrame> = Vec::with_capacity(256);
+    let mut source = 0u32;
+    let mut round = |sw: &mut LcoreStep<PoolFrame>, now: Instant| {
+        for _ in 0..32 {
+            let mut f = PoolFrame::take(&pool, &template).unwrap();
+            f.data_mut()[8..12].copy_from_slice(&source.to_be_bytes());
+            source += 1;
+            rx.push(f);
+        }
+        sw.handle_rx_burst(now, PortId(0), &mut rx);
+        sw.handle_timeout(now);
+        for port in 1..4 {
+            sw.poll_tx_burst(now, PortId(port), &mut tx, 64, &mut |_: usize| None);
+            tx.clear();
+        }
+    };
+    for _ in 0..100 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now);
+    }
+    let before = headroom_testkit::allocations();
+    for _ in 0..2000 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now);
+    }
+    let allocated = headroom_testkit::allocations() - before;
+    let full = sw
+        .ingress()
+        .expect("an ingress side")
+        .port_counters(PortId(0))
+        .fdb_learn_table_full
+        .get();
+    assert!(
+        full > 50_000,
+        "the table was full for most sources ({full})"
+    );
+    let flooded: u64 = (0..8)
+        .map(|q| {
+            sw.egress()
+                .expect("an egress side")
+                .port_counters(PortId(3))
+                .tx_frames[q]
+                .get()
+        })
+        .sum();
+    assert!(flooded > 50_000, "the flood reached every port ({flooded})");
+    assert_eq!(allocated, 0, "allocations during a MAC flood");
+}

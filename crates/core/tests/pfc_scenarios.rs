@@ -367,6 +367,12 @@ fn pfc_for_priorities_outside_pfc_enable_is_counted_and_ignored() {
     .unwrap();
     lab.rx(2, headroom_core::frame::HeapFrame::new(&pause));
     assert_eq!(lab.rx_counters(2).pause_rx.get(), 1);
+    assert_eq!(lab.rx_counters(2).pause_rx_ignored.get(), 1);
+    assert_eq!(
+        lab.rx_counters(2).pfc_frames_rx.get(),
+        1,
+        "the PFC frame only"
+    );
     assert_eq!(
         (0..8)
             .map(|p| lab.rx_counters(2).pfc_rx[p].get())

@@ -201,6 +201,22 @@ impl Frame for MbufFrame {
         !unsafe { sys::headroom_shim_pktmbuf_adj(self.mbuf.as_ptr(), n) }.is_null()
     }
 
+    fn truncate(&mut self, len: usize) -> bool {
+        let mbuf = self.mbuf.as_ptr();
+        // SAFETY: valid, exclusively owned, single-segment mbuf (invariant): shrinking
+        // `data_len` and `pkt_len` together keeps the bytes it covers initialised and inside
+        // the buffer, and the segment single (what rte_pktmbuf_trim does for one segment).
+        unsafe {
+            if let Ok(len) = u16::try_from(len) {
+                if len < (*mbuf).data_len {
+                    (*mbuf).data_len = len;
+                    (*mbuf).pkt_len = u32::from(len);
+                }
+            }
+        }
+        true
+    }
+
     fn try_clone(&self) -> Option<Self> {
         let src = self.mbuf.as_ptr();
         // SAFETY: valid mbuf (invariant); its pool is live (from_raw contract). rte_pktmbuf_copy

@@ -1,5 +1,6 @@
 //! Port backends' common ground: the traits every backend implements, and backend-independent
-//! pieces (preallocated frame pools, in-memory ports for tests and benchmarks).
+//! pieces (preallocated frame pools, in-memory ports for tests and benchmarks, fault-injecting
+//! wrappers for any port).
 //!
 //! A port is split into a receive half and a transmit half so that the runtime can poll them
 //! from different lcores. Both halves move frames in bursts and never block.
@@ -7,6 +8,7 @@
 
 use headroom_core::frame::Frame;
 
+pub mod fault;
 pub mod memory;
 pub mod pool;
 

@@ -239,13 +239,6 @@ impl PoolFrame {
         self.end += n;
         true
     }
-
-    /// Shortens the frame to `len` bytes; does nothing when it is not longer than that.
-    pub fn truncate(&mut self, len: usize) {
-        if len < self.end - self.start {
-            self.end = self.start + len;
-        }
-    }
 }
 
 impl Frame for PoolFrame {
@@ -290,6 +283,14 @@ impl Frame for PoolFrame {
 
     fn len(&self) -> usize {
         self.end - self.start
+    }
+
+    /// Shortens the frame to `len` bytes; does nothing when it is not longer than that.
+    fn truncate(&mut self, len: usize) -> bool {
+        if len < self.end - self.start {
+            self.end = self.start + len;
+        }
+        true
     }
 }
 

@@ -81,3 +81,71 @@ fn memory_port_round_trip_allocates_nothing() {
         "the steady-state memory port path called the allocator"
     );
 }
+
+#[test]
+fn fault_injecting_wrappers_allocate_nothing_per_frame() {
+    use headroom_io::fault::{wrap_port, FaultConfig, FrameFaults, VirtualClock};
+    let pool = FramePool::new(PoolConfig::with_frame_count(512)).expect("pool");
+    let info = PortInfo {
+        name: "mem0".into(),
+        mac: [2, 0, 0, 0, 0, 1],
+        max_frame_len: 2048,
+    };
+    let (rx, tx, mut injector, mut collector) = MemoryPort::new(info, pool, 64).split();
+    // Every fate, stalls and flaps, at rates that make each happen many times.
+    let faults = FrameFaults {
+        drop_rate: 0.1,
+        corrupt_rate: 0.1,
+        truncate_rate: 0.1,
+        duplicate_rate: 0.1,
+        reorder_rate: 0.1,
+        delay_rate: 0.1,
+        delay_max_ns: 20_000,
+    };
+    let config = FaultConfig {
+        seed: 1,
+        rx: faults,
+        tx: faults,
+        tx_stalls_per_second: 20_000.0,
+        tx_stall_ns: 5_000,
+        link_flaps_per_second: 10_000.0,
+        link_down_ns: 10_000,
+        ..FaultConfig::default()
+    };
+    let clock = VirtualClock::at(1);
+    let port = wrap_port(rx, tx, &config, 0, clock.fault_clock()).expect("ok");
+    let (mut rx, mut tx) = (port.rx, port.tx);
+    let mut burst = Vec::with_capacity(BURST_MAX);
+    let mut collected = Vec::with_capacity(4 * BURST_MAX);
+    let calls = allocator_calls_during(|| {
+        for _ in 0..2_000 {
+            for _ in 0..BURST_MAX / 2 {
+                let _ = injector.inject(&[0xA5; 64]);
+            }
+            rx.rx_burst(&mut burst, BURST_MAX);
+            tx.tx_burst(&mut burst);
+            burst.clear();
+            tx.flush();
+            collector.collect(&mut collected, 4 * BURST_MAX);
+            collected.clear();
+            clock.advance(1_000);
+        }
+    });
+    assert_eq!(calls, 0, "a fault-injecting port called the allocator");
+    let (r, t) = (rx.stats(), tx.stats());
+    for (name, n) in [
+        ("dropped", r.dropped.get() + t.dropped.get()),
+        ("corrupted", r.corrupted.get() + t.corrupted.get()),
+        ("truncated", r.truncated.get() + t.truncated.get()),
+        ("duplicated", r.duplicated.get() + t.duplicated.get()),
+        ("reordered", r.reordered.get() + t.reordered.get()),
+        ("delayed", r.delayed.get() + t.delayed.get()),
+        ("tx stalls", t.tx_stalls.get()),
+        ("link flaps", r.link_flaps.get()),
+    ] {
+        assert!(
+            n > 10,
+            "{name}: only {n}; the test must exercise every fault"
+        );
+    }
+}

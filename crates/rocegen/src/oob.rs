@@ -4,7 +4,8 @@
 //! QP, QPN, first PSN, R_Key and virtual address; the client also says what test to run. At the
 //! end each side sends its report to the other.
 //!
-//! Messages are JSON objects, one per line (`serde_json`). A line longer than
+//! Messages are JSON objects, one per line (`serde_json`), split and decoded by
+//! [`MessageReader`] (no I/O: fuzzed as `fuzz/fuzz_targets/rocegen_oob.rs`). A line longer than
 //! [`MESSAGE_BYTES_MAX`] is refused, so a broken peer cannot make us buffer without bound.
 //!
 //! The exchange runs over IPv4 or IPv6, whichever address the client was given, independently
@@ -188,12 +189,63 @@ fn bind_listener(addr: SocketAddr, only_v6: Option<bool>) -> io::Result<TcpListe
     Ok(socket.into())
 }
 
+/// The exchange's parser, without I/O: splits a byte stream into lines and decodes each as a
+/// [`Message`]. Partial lines are kept across calls; a line longer than [`MESSAGE_BYTES_MAX`] is
+/// refused (and the reader is then of no further use: the peer is broken).
+#[derive(Debug, Default)]
+pub struct MessageReader {
+    line: Vec<u8>,
+}
+
+impl MessageReader {
+    /// Takes bytes from the start of `bytes` up to and including the first newline (or all of
+    /// them); returns how many it took and, when they completed a line, its message.
+    ///
+    /// # Errors
+    /// The completed line is not a message, or the line grew past [`MESSAGE_BYTES_MAX`].
+    pub fn feed(&mut self, bytes: &[u8]) -> (usize, Option<Result<Message, OobError>>) {
+        let (consumed, complete) = match bytes.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                self.line.extend_from_slice(&bytes[..end]);
+                (end + 1, true)
+            }
+            None => {
+                self.line.extend_from_slice(bytes);
+                (bytes.len(), false)
+            }
+        };
+        if self.line.len() > MESSAGE_BYTES_MAX {
+            self.line = Vec::new();
+            return (
+                consumed,
+                Some(Err(OobError::Malformed(format!(
+                    "message longer than {MESSAGE_BYTES_MAX} bytes"
+                )))),
+            );
+        }
+        if !complete {
+            return (consumed, None);
+        }
+        let line = std::mem::take(&mut self.line);
+        (
+            consumed,
+            Some(serde_json::from_slice(&line).map_err(|e| OobError::Malformed(e.to_string()))),
+        )
+    }
+
+    /// Bytes of an incomplete line held.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.line.len()
+    }
+}
+
 /// A connected exchange channel.
 #[derive(Debug)]
 pub struct Oob {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
-    line: Vec<u8>,
+    parser: MessageReader,
 }
 
 impl Oob {
@@ -204,7 +256,7 @@ impl Oob {
         Ok(Self {
             reader: BufReader::new(stream),
             writer,
-            line: Vec::new(),
+            parser: MessageReader::default(),
         })
     }
 
@@ -314,27 +366,10 @@ impl Oob {
             if available.is_empty() {
                 return Ok(None);
             }
-            let (consumed, complete) = match available.iter().position(|&b| b == b'\n') {
-                Some(end) => {
-                    self.line.extend_from_slice(&available[..end]);
-                    (end + 1, true)
-                }
-                None => {
-                    self.line.extend_from_slice(available);
-                    (available.len(), false)
-                }
-            };
+            let (consumed, message) = self.parser.feed(available);
             self.reader.consume(consumed);
-            if self.line.len() > MESSAGE_BYTES_MAX {
-                return Err(OobError::Malformed(format!(
-                    "message longer than {MESSAGE_BYTES_MAX} bytes"
-                )));
-            }
-            if complete {
-                let line = std::mem::take(&mut self.line);
-                return serde_json::from_slice(&line)
-                    .map(Some)
-                    .map_err(|e| OobError::Malformed(e.to_string()));
+            if let Some(message) = message {
+                return message.map(Some);
             }
         }
     }

@@ -6,6 +6,10 @@
 //! of milliseconds. Nothing here touches lcore state except through atomics, the lcores'
 //! command rings and the capture rings.
 
+mod clients;
+
+pub use clients::{CLIENTS_MAX, REQUEST_BYTES_MAX, REQUEST_DEADLINE, RESPONSE_DEADLINE};
+
 use crate::mirror::{CAPTURE_CONTROL_ONLY, CAPTURE_RX, CAPTURE_TX};
 use crate::protocol::{
     CaptureRequest, Change, Clear, DelayHistogramRow, FdbRow, PfcCounters, PfcPriority,
@@ -18,7 +22,7 @@ use headroom_core::counters::DropReason;
 use headroom_core::shared::Shared;
 use headroom_core::stats::PortStats;
 use headroom_core::types::{PortId, PRIORITY_COUNT};
-use std::io::{self, BufRead, BufReader, ErrorKind, Write};
+use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -32,6 +36,14 @@ const LINK_POLL: Duration = Duration::from_millis(100);
 
 /// Most requests served per [`ControlPlane::poll`] (bounded work per call).
 const REQUESTS_PER_POLL: usize = 16;
+
+/// `show fdb` asks the lcores for their MAC tables at most this often; requests in between are
+/// answered from the last dump, so that many clients cannot make the lcores dump on every poll.
+pub const FDB_DUMP_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Bytes of capture records buffered per capture client; a client that reads slower than its
+/// port is captured loses whole records (counted) rather than stalling the control loop.
+const CAPTURE_BUFFER_BYTES: usize = 1 << 20;
 
 /// The PFC watchdog's statistics of one queue as plain numbers (SONiC's
 /// `PFC_WD_QUEUE_STATS_*`): read from a dataplane's atomics, carried over reconfigurations and
@@ -148,6 +160,56 @@ struct CaptureSession {
     stream: UnixStream,
     port: u16,
     flags: u8,
+    /// Bytes not yet written to the client (whole records only), from `written` on.
+    output: Vec<u8>,
+    written: usize,
+    /// Records that did not fit in the buffer.
+    lost: u64,
+}
+
+impl CaptureSession {
+    /// Writes what the socket takes; `false` when the client is gone.
+    fn flush(&mut self) -> bool {
+        while self.written < self.output.len() {
+            match self.stream.write(&self.output[self.written..]) {
+                Ok(0) => return false,
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        if self.written == self.output.len() {
+            self.output.clear();
+            self.written = 0;
+        }
+        true
+    }
+
+    /// Appends one record if it fits whole.
+    fn push(&mut self, record: &[u8]) {
+        if self.output.len() - self.written + record.len() > CAPTURE_BUFFER_BYTES {
+            self.lost += 1;
+            return;
+        }
+        if self.written > 0 && self.output.len() + record.len() > CAPTURE_BUFFER_BYTES {
+            self.output.drain(..self.written);
+            self.written = 0;
+        }
+        self.output.extend_from_slice(record);
+    }
+}
+
+/// What serving a request leads to.
+enum Outcome {
+    /// Answer now.
+    Respond(Response),
+    /// Answer once the caller applied this change ([`ControlPlane::applied`]).
+    Apply(ControlAction),
+    /// Answer, then stream this port's frames.
+    Capture(CaptureRequest),
+    /// Answer `show fdb` from a dump taken after the request arrived.
+    Fdb,
 }
 
 /// A configuration change the caller must apply by restarting the dataplane.
@@ -184,7 +246,16 @@ pub struct ControlPlane {
     persistent_marks: Marks,
     last_watermark_poll: std::time::Instant,
     captures: Vec<CaptureSession>,
-    pending: Option<UnixStream>,
+    /// Connections of the control socket in progress.
+    clients: clients::Clients,
+    /// The client waiting for a reconfiguration's outcome.
+    pending: Option<clients::Client>,
+    /// Dumps of the lcores' MAC tables taken for `show fdb`.
+    fdb_dumps: u64,
+    /// `show fdb` requests waiting for a dump taken after they arrived.
+    fdb_waiting: Vec<clients::Client>,
+    /// The last `show fdb` dump and when it was taken.
+    fdb_cache: Option<(std::time::Instant, Vec<headroom_core::fdb::FdbEntry>)>,
     started: std::time::Instant,
     /// `[port][priority]`: PFC storm-rate alarm active.
     alarms: Vec<[bool; PRIORITY_COUNT]>,
@@ -223,36 +294,33 @@ fn port_id(i: usize) -> PortId {
 }
 
 impl ControlPlane {
-    /// Listens on the configuration's control socket (mode 0600; a stale socket file is
-    /// replaced). `text` is the configuration file's content, kept for `set` and `show config`.
+    /// Listens on the configuration's control socket, mode 0600 from the moment it has its
+    /// name (it is bound under a temporary name, restricted, then renamed into place). A socket
+    /// file nobody listens on (left by a switch that was killed) is replaced; one that a
+    /// running switch listens on is refused. `text` is the configuration file's content, kept
+    /// for `set` and `show config`.
     ///
     /// # Errors
-    /// When the socket cannot be created.
+    /// When the socket cannot be created, or another switch listens on it.
     pub fn bind(config_path: &Path, text: String, config: Config) -> io::Result<Self> {
         let socket_path = config.runtime.control_socket.clone();
         if let Some(dir) = socket_path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        if socket_path.exists() {
-            // Refuse to steal the socket of a switch that is still running.
-            if UnixStream::connect(&socket_path).is_ok() {
-                return Err(io::Error::new(
-                    ErrorKind::AddrInUse,
-                    format!(
-                        "{} is in use by another running headroom",
-                        socket_path.display()
-                    ),
-                ));
-            }
-            std::fs::remove_file(&socket_path)?;
-        }
-        let listener = UnixListener::bind(&socket_path)?;
-        std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+        let listener = bind_owner_only(&socket_path)?;
         listener.set_nonblocking(true)?;
         let ports = config.ports.len();
         let pools = config.pools.len();
         let mut snapshots_dir = socket_path.clone().into_os_string();
         snapshots_dir.push(".snapshots");
+        // A save interrupted by a crash left its temporary file; the snapshot itself is whole.
+        let removed = crate::atomic_file::remove_stale_temporaries(Path::new(&snapshots_dir));
+        if removed > 0 {
+            tracing::info!(
+                removed,
+                "removed the temporary files of interrupted snapshot saves"
+            );
+        }
         Ok(Self {
             listener,
             snapshots_dir: PathBuf::from(snapshots_dir),
@@ -266,13 +334,17 @@ impl ControlPlane {
             persistent_marks: Marks::new(ports, pools),
             last_watermark_poll: std::time::Instant::now(),
             captures: Vec::new(),
+            clients: clients::Clients::default(),
             pending: None,
+            fdb_cache: None,
+            fdb_waiting: Vec::new(),
             started: std::time::Instant::now(),
             alarms: vec![[false; PRIORITY_COUNT]; ports],
             capture_flags_stale: false,
             delay_base: vec![Vec::new(); ports],
             pfcwd_base: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             fdb_sync_overflow_base: 0,
+            fdb_dumps: 0,
             pfcwd_cleared: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             links: vec![None; ports],
             // The first poll reads the links.
@@ -408,26 +480,61 @@ impl ControlPlane {
             self.capture_flags_stale = false;
         }
         self.pump_captures(running);
-        if self.pending.is_some() {
-            // One reconfiguration at a time; new requests wait in the backlog.
-            return ControlAction::None;
-        }
-        for _ in 0..REQUESTS_PER_POLL {
-            let stream = match self.listener.accept() {
-                Ok((s, _)) => s,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    tracing::warn!(error = %e, "control socket accept failed");
-                    break;
+        // One reconfiguration at a time: while one is pending, complete requests wait.
+        let max = if self.pending.is_some() {
+            0
+        } else {
+            REQUESTS_PER_POLL
+        };
+        let ready = self.clients.poll(&self.listener, max, true);
+        let mut action = ControlAction::None;
+        for (mut client, line) in ready {
+            if !matches!(action, ControlAction::None) {
+                // A reconfiguration was asked for earlier in this poll: the rest wait for the
+                // next one, after it is applied.
+                client.respond(
+                    &Response::error("busy: a reconfiguration is in progress; try again"),
+                    std::time::Instant::now(),
+                );
+                self.clients.push(client);
+                continue;
+            }
+            match self.serve(&line, running) {
+                Outcome::Respond(response) => {
+                    client.respond(&response, std::time::Instant::now());
+                    self.clients.push(client);
                 }
-            };
-            match self.serve(stream, running) {
-                Ok(ControlAction::None) => {}
-                Ok(action) => return action,
-                Err(e) => tracing::debug!(error = %e, "control client went away"),
+                Outcome::Apply(apply) => {
+                    self.pending = Some(client);
+                    action = apply;
+                }
+                Outcome::Capture(req) => self.start_capture(req, client, running),
+                Outcome::Fdb => self.fdb_waiting.push(client),
             }
         }
-        ControlAction::None
+        self.answer_fdb_requests(running);
+        action
+    }
+
+    /// Connections to the control socket open now (reading a request or writing a response;
+    /// captures not included).
+    #[must_use]
+    pub fn clients_connected(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// What the control socket refused since start: (busy, peer not allowed, deadline missed,
+    /// oversized request).
+    #[must_use]
+    pub fn clients_refused(&self) -> (u64, u64, u64, u64) {
+        let c = &self.clients;
+        (c.refused_busy, c.refused_peer, c.timed_out, c.oversized)
+    }
+
+    /// Dumps of the lcores' MAC tables `show fdb` asked for since start.
+    #[must_use]
+    pub fn fdb_dumps(&self) -> u64 {
+        self.fdb_dumps
     }
 
     /// Reads every port's link state; a port that went down has its stations forgotten, as a
@@ -440,6 +547,7 @@ impl ControlPlane {
             let now = running.link_up(port_id(p));
             let before = std::mem::replace(&mut self.links[p], now);
             if before == Some(true) && now == Some(false) {
+                self.fdb_cache = None;
                 running.flush_fdb(Some(port_id(p)));
                 tracing::info!(port = %self.config.ports[p].name, "link down: the port's MAC table entries are flushed");
             }
@@ -462,36 +570,24 @@ impl ControlPlane {
         }
     }
 
-    fn serve(&mut self, stream: UnixStream, running: &mut Running) -> io::Result<ControlAction> {
-        stream.set_nonblocking(false)?;
-        // Short: a silent client must not hold the control loop (and with it every other client).
-        stream.set_read_timeout(Some(Duration::from_millis(250)))?;
-        stream.set_write_timeout(Some(Duration::from_secs(2)))?;
-        let mut line = String::new();
-        BufReader::new(&stream).take_line(&mut line)?;
-        let request: Request = match serde_json::from_str(&line) {
+    fn serve(&mut self, line: &[u8], running: &mut Running) -> Outcome {
+        let request = match crate::protocol::parse_request(line) {
             Ok(r) => r,
-            Err(e) => {
-                respond(&stream, &Response::error(format!("bad request: {e}")))?;
-                return Ok(ControlAction::None);
-            }
+            Err(e) => return Outcome::Respond(Response::error(e)),
         };
         match request {
-            Request::Show { what } => respond(&stream, &self.show(what, running))?,
-            Request::Clear { what } => {
-                let response = match self.clear(what, running) {
-                    Ok(()) => Response::ok("cleared"),
-                    Err(e) => Response::error(e),
-                };
-                respond(&stream, &response)?;
-            }
-            Request::Set { change } => return self.set(change, stream, running),
-            Request::ConfigSave { name } => respond(&stream, &self.save(&name))?,
-            Request::ConfigRollback { name } => return self.rollback(&name, stream),
-            Request::ConfigList => respond(&stream, &self.list())?,
-            Request::Capture(req) => self.start_capture(req, stream, running)?,
+            Request::Show { what: Show::Fdb } => Outcome::Fdb,
+            Request::Show { what } => Outcome::Respond(self.show(what, running)),
+            Request::Clear { what } => Outcome::Respond(match self.clear(what, running) {
+                Ok(()) => Response::ok("cleared"),
+                Err(e) => Response::error(e),
+            }),
+            Request::Set { change } => self.set(change, running),
+            Request::ConfigSave { name } => Outcome::Respond(self.save(&name)),
+            Request::ConfigRollback { name } => self.rollback(&name),
+            Request::ConfigList => Outcome::Respond(self.list()),
+            Request::Capture(req) => Outcome::Capture(req),
         }
-        Ok(ControlAction::None)
     }
 
     fn show(&mut self, what: Show, running: &mut Running) -> Response {
@@ -564,10 +660,15 @@ impl ControlPlane {
             Show::PfcwdStats => Response::ok(self.pfcwd_stats(running.shared())),
             Show::Ports => Response::ok(self.port_summaries(running)),
             Show::Fdb => {
+                if self.fdb_cache.is_none() {
+                    self.fdb_dumps += 1;
+                    self.fdb_cache = Some((std::time::Instant::now(), running.fdb()));
+                }
+                let ports = &self.config.ports;
                 let now = running.clock().now();
-                let mut rows: Vec<FdbRow> = running
-                    .fdb()
-                    .into_iter()
+                let entries = self.fdb_cache.as_ref().map_or(&[][..], |(_, e)| e);
+                let mut rows: Vec<FdbRow> = entries
+                    .iter()
                     .map(|e| FdbRow {
                         vlan: e.vid,
                         mac: e
@@ -596,6 +697,43 @@ impl ControlPlane {
                 derived: headroom_config::derived(&self.config).to_string(),
             }),
             Show::Snapshot => Response::ok(self.snapshot(running)),
+        }
+    }
+
+    fn dump_fdb(&mut self, running: &mut Running) {
+        self.fdb_dumps += 1;
+        self.fdb_cache = Some((std::time::Instant::now(), running.fdb()));
+    }
+
+    /// Answers the `show fdb` requests that wait, from one dump of the lcores' tables: a dump
+    /// answers every request that arrived before it was taken, and a new dump is taken at most
+    /// every [`FDB_DUMP_INTERVAL`] (requests that arrive in between wait for it). Every answer
+    /// is thus as fresh as the request, and the lcores dump at most 5 times a second whatever
+    /// the number of clients.
+    fn answer_fdb_requests(&mut self, running: &mut Running) {
+        if self.fdb_waiting.is_empty() {
+            return;
+        }
+        let due = self
+            .fdb_cache
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= FDB_DUMP_INTERVAL);
+        if due {
+            self.dump_fdb(running);
+        }
+        let Some(dumped_at) = self.fdb_cache.as_ref().map(|(at, _)| *at) else {
+            return;
+        };
+        let mut response = None;
+        let now = std::time::Instant::now();
+        for mut client in std::mem::take(&mut self.fdb_waiting) {
+            if client.ready_at > dumped_at {
+                self.fdb_waiting.push(client);
+                continue;
+            }
+            let response = response.get_or_insert_with(|| self.show(Show::Fdb, running));
+            client.respond(response, now);
+            self.clients.push(client);
         }
     }
 
@@ -750,6 +888,8 @@ impl ControlPlane {
                     backend_tx_failed: backend
                         .tx_failed
                         .saturating_sub(self.cleared_backend[p].tx_failed),
+                    pause_rx_ignored: s.pause_rx_ignored,
+                    fdb_learn_table_full: s.fdb_learn_table_full,
                 }
             })
             .collect()
@@ -801,6 +941,7 @@ impl ControlPlane {
                 tracing::info!(persistent, "watermarks cleared");
             }
             Clear::Fdb { port: None } => {
+                self.fdb_cache = None;
                 running.flush_fdb(None);
                 tracing::info!("MAC table cleared");
             }
@@ -808,6 +949,7 @@ impl ControlPlane {
                 let Some(p) = self.port_index(&name) else {
                     return Err(format!("no port {name:?}"));
                 };
+                self.fdb_cache = None;
                 running.flush_fdb(Some(port_id(p)));
                 tracing::info!(port = %name, "MAC table entries of the port cleared");
             }
@@ -819,17 +961,11 @@ impl ControlPlane {
         self.config.ports.iter().position(|p| p.name == name)
     }
 
-    fn set(
-        &mut self,
-        change: Change,
-        stream: UnixStream,
-        running: &mut Running,
-    ) -> io::Result<ControlAction> {
+    fn set(&mut self, change: Change, running: &mut Running) -> Outcome {
         match change {
             Change::PortTx { port, enable } => {
                 let Some(p) = self.port_index(&port) else {
-                    respond(&stream, &Response::error(format!("no port named {port}")))?;
-                    return Ok(ControlAction::None);
+                    return Outcome::Respond(Response::error(format!("no port named {port}")));
                 };
                 // Applied at once, and written into the configuration so that it survives the
                 // next reconfiguration.
@@ -849,14 +985,10 @@ impl ControlPlane {
                     "config change: port transmit {}",
                     if enable { "enabled" } else { "disabled" }
                 );
-                respond(
-                    &stream,
-                    &Response::ok(format!(
-                        "port {port} tx {}",
-                        if enable { "enabled" } else { "disabled" }
-                    )),
-                )?;
-                Ok(ControlAction::None)
+                Outcome::Respond(Response::ok(format!(
+                    "port {port} tx {}",
+                    if enable { "enabled" } else { "disabled" }
+                )))
             }
             Change::BigRedSwitch { on } => {
                 running.set_big_red_switch(on);
@@ -873,37 +1005,22 @@ impl ControlPlane {
                     "config change: PFC watchdog big red switch {}",
                     if on { "enabled" } else { "disabled" }
                 );
-                respond(
-                    &stream,
-                    &Response::ok(format!("big red switch {}", if on { "on" } else { "off" })),
-                )?;
-                Ok(ControlAction::None)
+                Outcome::Respond(Response::ok(format!(
+                    "big red switch {}",
+                    if on { "on" } else { "off" }
+                )))
             }
-            Change::Key { key, value } => {
-                let text = match edit_key(&self.config_text, &key, &value) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        respond(&stream, &Response::error(e))?;
-                        return Ok(ControlAction::None);
-                    }
-                };
-                self.validate_and_apply(text, format!("set {key} = {value}"), stream)
-            }
+            Change::Key { key, value } => match edit_key(&self.config_text, &key, &value) {
+                Ok(text) => self.validate_and_apply(text, format!("set {key} = {value}")),
+                Err(e) => Outcome::Respond(Response::error(e)),
+            },
         }
     }
 
-    fn validate_and_apply(
-        &mut self,
-        text: String,
-        reason: String,
-        stream: UnixStream,
-    ) -> io::Result<ControlAction> {
+    fn validate_and_apply(&mut self, text: String, reason: String) -> Outcome {
         let file = self.config_path.display().to_string();
         match headroom_config::parse(&text, &file) {
-            Err(errors) => {
-                respond(&stream, &Response::error(format!("refused: {errors}")))?;
-                Ok(ControlAction::None)
-            }
+            Err(errors) => Outcome::Respond(Response::error(format!("refused: {errors}"))),
             Ok((config, warnings)) => {
                 for w in &warnings {
                     tracing::warn!("{w}");
@@ -914,11 +1031,9 @@ impl ControlPlane {
                     .iter()
                     .map(|p| (&p.name, &p.device)))
                 {
-                    respond(&stream, &Response::error("refused: ports cannot be added, removed or renamed at run time; restart headroom"))?;
-                    return Ok(ControlAction::None);
+                    return Outcome::Respond(Response::error("refused: ports cannot be added, removed or renamed at run time; restart headroom"));
                 }
-                self.pending = Some(stream);
-                Ok(ControlAction::Apply {
+                Outcome::Apply(ControlAction::Apply {
                     text,
                     config: Box::new(config),
                     reason,
@@ -943,8 +1058,9 @@ impl ControlPlane {
             }
             Err(e) => Response::error(format!("not applied: {e}")),
         };
-        if let Some(stream) = self.pending.take() {
-            let _ = respond(&stream, &response);
+        if let Some(mut client) = self.pending.take() {
+            client.respond(&response, std::time::Instant::now());
+            self.clients.push(client);
         }
     }
 
@@ -1049,8 +1165,9 @@ impl ControlPlane {
             Ok(p) => p,
             Err(e) => return Response::error(e),
         };
-        let result = std::fs::create_dir_all(&self.snapshots_dir)
-            .and_then(|()| std::fs::write(&path, &self.config_text));
+        let result = std::fs::create_dir_all(&self.snapshots_dir).and_then(|()| {
+            crate::atomic_file::write_atomically(&path, self.config_text.as_bytes())
+        });
         match result {
             Ok(()) => {
                 tracing::info!(name, path = %path.display(), "configuration saved");
@@ -1060,21 +1177,15 @@ impl ControlPlane {
         }
     }
 
-    fn rollback(&mut self, name: &str, stream: UnixStream) -> io::Result<ControlAction> {
+    fn rollback(&mut self, name: &str) -> Outcome {
         let text = match self
             .snapshot_path(name)
             .and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display())))
         {
             Ok(t) => t,
-            Err(e) => {
-                respond(
-                    &stream,
-                    &Response::error(format!("no snapshot {name}: {e}")),
-                )?;
-                return Ok(ControlAction::None);
-            }
+            Err(e) => return Outcome::Respond(Response::error(format!("no snapshot {name}: {e}"))),
         };
-        self.validate_and_apply(text, format!("rollback to {name}"), stream)
+        self.validate_and_apply(text, format!("rollback to {name}"))
     }
 
     fn list(&self) -> Response {
@@ -1097,34 +1208,41 @@ impl ControlPlane {
     fn start_capture(
         &mut self,
         req: CaptureRequest,
-        stream: UnixStream,
+        mut client: clients::Client,
         running: &Running,
-    ) -> io::Result<()> {
+    ) {
+        let now = std::time::Instant::now();
         let Some(p) = self.port_index(&req.port) else {
-            return respond(
-                &stream,
-                &Response::error(format!("no port named {}", req.port)),
-            );
+            client.respond(&Response::error(format!("no port named {}", req.port)), now);
+            self.clients.push(client);
+            return;
         };
         let mut flags = CAPTURE_RX | CAPTURE_TX;
         if req.control_only {
             flags |= CAPTURE_CONTROL_ONLY;
         }
-        respond(&stream, &Response::ok(format!("capturing on {}", req.port)))?;
-        stream.set_nonblocking(true)?;
+        let mut output = serde_json::to_vec(&Response::ok(format!("capturing on {}", req.port)))
+            .unwrap_or_default();
+        output.push(b'\n');
         let port = u16::try_from(p).unwrap_or(u16::MAX);
-        self.captures.push(CaptureSession {
-            stream,
+        let mut session = CaptureSession {
+            stream: client.stream,
             port,
             flags,
-        });
+            output,
+            written: 0,
+            lost: 0,
+        };
+        if !session.flush() {
+            return;
+        }
+        self.captures.push(session);
         self.update_capture_flags(running);
         tracing::info!(
             port = req.port,
             control_only = req.control_only,
             "capture started"
         );
-        Ok(())
     }
 
     /// The mirror flags of port `p` of the running configuration: the union of its captures
@@ -1177,23 +1295,27 @@ impl ControlPlane {
                 buf.extend_from_slice(&r.orig_len.to_le_bytes());
                 buf.extend_from_slice(&r.len.to_le_bytes());
                 buf.extend_from_slice(data);
-                self.captures.retain_mut(|s| {
-                    if s.port != r.port || (s.flags & CAPTURE_CONTROL_ONLY != 0 && !control) {
-                        return true;
+                for s in &mut self.captures {
+                    if s.port == r.port && (s.flags & CAPTURE_CONTROL_ONLY == 0 || control) {
+                        // A slow reader loses whole records rather than stalling the loop.
+                        s.push(&buf);
                     }
-                    match s.stream.write_all(&buf) {
-                        Ok(()) => true,
-                        // A slow reader loses frames rather than stalling the control plane.
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => true,
-                        Err(_) => false,
-                    }
-                });
+                }
                 // The buffer goes back to the lcore it came from.
                 reader.recycle(r);
             }
         }
-        // Clients that went away while nothing was captured.
-        self.captures.retain(|s| !peer_closed(&s.stream));
+        // Write what each client takes; drop the ones that went away.
+        self.captures.retain_mut(|s| {
+            let keep = s.flush() && !peer_closed(&s.stream);
+            if !keep && s.lost > 0 {
+                tracing::warn!(
+                    lost = s.lost,
+                    "capture client read too slowly: records were left out"
+                );
+            }
+            keep
+        });
         if self.captures.len() != before {
             self.update_capture_flags(running);
             tracing::info!("capture stopped");
@@ -1201,29 +1323,74 @@ impl ControlPlane {
     }
 }
 
+/// Binds a Unix socket at `path` that only its owner can connect to (mode 0600 from the moment
+/// it has that name), replacing a stale socket file there (one nobody listens on, left by a
+/// switch that was killed) but never a live one.
+fn bind_owner_only(path: &Path) -> io::Result<UnixListener> {
+    let in_use = || {
+        io::Error::new(
+            ErrorKind::AddrInUse,
+            format!("{} is in use by another running headroom", path.display()),
+        )
+    };
+    match UnixStream::connect(path) {
+        // Refuse to steal the socket of a switch that is still running.
+        Ok(_) => return Err(in_use()),
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+            tracing::info!(socket = %path.display(), "removing a stale control socket (nothing listens on it)");
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(e) => {
+            return Err(io::Error::new(
+                e.kind(),
+                format!(
+                    "{}: cannot tell whether a switch listens on it: {e}",
+                    path.display()
+                ),
+            ))
+        }
+    }
+    // Bound under a temporary name, restricted, then moved into place: connect(2) on a socket
+    // needs write permission on it, so the name never serves anyone but the owner, whatever
+    // the umask. RENAME_NOREPLACE: if another switch placed its socket meanwhile, we lose.
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.binding", std::process::id()));
+    let temporary = path.with_file_name(name);
+    let _ = std::fs::remove_file(&temporary);
+    let listener = UnixListener::bind(&temporary)?;
+    let placed = std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| {
+            rustix::fs::renameat_with(
+                rustix::fs::CWD,
+                &temporary,
+                rustix::fs::CWD,
+                path,
+                rustix::fs::RenameFlags::NOREPLACE,
+            )
+            .map_err(|e| {
+                if e == rustix::io::Errno::EXIST {
+                    in_use()
+                } else {
+                    e.into()
+                }
+            })
+        });
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(e);
+    }
+    Ok(listener)
+}
+
 /// Whether the peer of a non-blocking stream has closed its end.
 fn peer_closed(stream: &UnixStream) -> bool {
     let mut probe = [0u8; 1];
     matches!(io::Read::read(&mut &*stream, &mut probe), Ok(0))
-}
-
-trait TakeLine {
-    fn take_line(&mut self, line: &mut String) -> io::Result<()>;
-}
-
-impl<R: BufRead> TakeLine for R {
-    fn take_line(&mut self, line: &mut String) -> io::Result<()> {
-        // Requests are small; a client that sends more than 64 KiB without a newline is cut off.
-        let mut limited = io::Read::take(self, 64 * 1024);
-        limited.read_line(line)?;
-        Ok(())
-    }
-}
-
-fn respond(mut stream: &UnixStream, response: &Response) -> io::Result<()> {
-    let mut line = serde_json::to_string(response).map_err(io::Error::other)?;
-    line.push('\n');
-    stream.write_all(line.as_bytes())
 }
 
 /// Sets `key` (dotted path) to `value` (a TOML value) in a TOML document, keeping the rest of

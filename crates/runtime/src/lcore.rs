@@ -73,6 +73,12 @@ pub struct LcoreStats {
     /// Frames the control plane asked to inject that were handed to the core (which counts what
     /// it enqueued and what it dropped per port: `inject_frames`, `inject_drops`).
     pub injected: AtomicU64,
+    /// Control commands handled (FDB dumps, flushes, the big red switch).
+    pub commands: AtomicU64,
+    /// Longest time between the starts of two iterations since the last read, ns (read and
+    /// clear with `take`; a clear racing a raise may keep the raise). Sleeps of adaptive polling
+    /// count: with busy polling it is the loop's worst latency.
+    pub longest_iteration_ns: headroom_core::counters::Watermark,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -167,8 +173,12 @@ where
         let mut idle: u32 = 0;
         // Relaxed: the flag is all that is passed; what the lcore hands back when it stops is
         // ordered by the control thread's `join`.
+        let mut previous = clock.now();
         while !stop.load(Ordering::Relaxed) {
             let now = clock.now();
+            let iteration_ns = now.saturating_nanos_since(previous);
+            previous = now;
+            self.stats.longest_iteration_ns.observe(iteration_ns);
             self.handle_commands(now);
             let work = self.iterate(now, &mut burst, true);
             bump(&self.stats.iterations, 1);
@@ -193,16 +203,19 @@ where
     }
 
     fn handle_commands(&mut self, now: Instant) {
-        let step = &mut self.step;
-        self.control.serve(|command| match command {
-            LcoreCommand::DumpFdb => LcoreReply::Fdb(step.fdb_entries(now).collect()),
-            LcoreCommand::SetBigRedSwitch(on) => {
-                step.set_big_red_switch(on, now);
-                LcoreReply::Done
-            }
-            LcoreCommand::FlushFdb(port) => {
-                step.flush_fdb(port, now);
-                LcoreReply::Done
+        let (step, stats) = (&mut self.step, &self.stats);
+        self.control.serve(|command| {
+            bump(&stats.commands, 1);
+            match command {
+                LcoreCommand::DumpFdb => LcoreReply::Fdb(step.fdb_entries(now).collect()),
+                LcoreCommand::SetBigRedSwitch(on) => {
+                    step.set_big_red_switch(on, now);
+                    LcoreReply::Done
+                }
+                LcoreCommand::FlushFdb(port) => {
+                    step.flush_fdb(port, now);
+                    LcoreReply::Done
+                }
             }
         });
     }

@@ -6,11 +6,13 @@
 //! events into the log, and stops (drain, then join) on request.
 #![forbid(unsafe_code)]
 
+pub mod atomic_file;
 pub mod backend;
 pub mod clock;
 pub mod control;
 pub mod control_frames;
 pub mod dpdk;
+pub mod fault;
 pub mod lcore;
 mod lcore_channel;
 pub mod mirror;

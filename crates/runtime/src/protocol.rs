@@ -8,6 +8,25 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Parses one request line (without its newline) as the control socket does: UTF-8 JSON, at
+/// most [`crate::control::REQUEST_BYTES_MAX`] bytes. Never panics, whatever the bytes.
+///
+/// # Errors
+/// A message for the client saying why the line is not a request.
+pub fn parse_request(line: &[u8]) -> Result<Request, String> {
+    let max = crate::control::REQUEST_BYTES_MAX;
+    if line.len() > max {
+        return Err(format!(
+            "request refused: longer than {max} bytes without a newline"
+        ));
+    }
+    let text =
+        std::str::from_utf8(line).map_err(|e| format!("bad request: not UTF-8 text ({e})"))?;
+    // serde_json refuses nesting deeper than 128 levels, so no input exhausts the stack.
+    serde_json::from_str(text.strip_suffix('\r').unwrap_or(text))
+        .map_err(|e| format!("bad request: {e}"))
+}
+
 /// What a client asks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "request", rename_all = "snake_case")]
@@ -351,6 +370,13 @@ pub struct PortSummary {
     pub backend_rx_missed: u64,
     /// Frames the device refused.
     pub backend_tx_failed: u64,
+    /// 802.3x PAUSE frames received and ignored (the port does not honour 802.3x).
+    #[serde(default)]
+    pub pause_rx_ignored: u64,
+    /// Source addresses received that could not be learned: the MAC table was full (the frames
+    /// were still forwarded; frames to those stations are flooded).
+    #[serde(default)]
+    pub fdb_learn_table_full: u64,
 }
 
 /// A MAC table entry.

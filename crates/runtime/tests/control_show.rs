@@ -121,6 +121,8 @@ fn show_commands_report_the_traffic_sent() {
             rx_bytes: 64 + 7 * 60,
             tx_frames: rx_frames_sent,
             tx_bytes: rx_bytes_sent,
+            // The 802.3x PAUSE among them, ignored (pause_802_3x is off).
+            pause_rx_ignored: 1,
             ..PortSummary::default()
         }
     );
