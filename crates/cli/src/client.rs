@@ -64,6 +64,16 @@ pub(crate) struct Target {
 }
 
 impl Target {
+    /// The switch listening on `socket` (what `--socket` selects): for the labs, which know
+    /// their switches' sockets, so that they use this one client of the control protocol.
+    pub(crate) fn for_socket(socket: PathBuf) -> Self {
+        Self {
+            socket: Some(socket),
+            config: None,
+            json: false,
+        }
+    }
+
     fn socket_path(&self) -> Result<PathBuf, String> {
         if let Some(s) = &self.socket {
             return Ok(s.clone());
@@ -91,7 +101,8 @@ impl Target {
         read_response(&mut BufReader::new(&stream))
     }
 
-    fn fetch<T: DeserializeOwned>(
+    /// Sends one request and reads its answer's data as `T` (and as JSON, for `--json`).
+    pub(crate) fn fetch<T: DeserializeOwned>(
         &self,
         request: &Request,
     ) -> Result<(T, serde_json::Value), String> {
