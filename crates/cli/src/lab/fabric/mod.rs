@@ -124,6 +124,8 @@ struct BringUp {
     /// BGP sessions established / expected (both ends counted).
     bgp_sessions_established: usize,
     bgp_sessions_expected: usize,
+    /// Leaf routes to other leaves' hosts checked in the kernel with one path per spine.
+    ecmp_routes: usize,
     /// Host pairs (ordered) that answered a ping / all ordered pairs.
     host_pairs_reachable: usize,
     host_pairs: usize,
@@ -535,15 +537,41 @@ fn start_frr(namespace: &str, restart: bool, bring_up: &mut BringUp) -> Result<(
     Ok(())
 }
 
-/// Stops instance `namespace` of FRR if it runs (best effort: `down` removes what is left).
+/// FRR's daemons (the names their processes have), for the pid files of an instance.
+const FRR_PROCESSES: &[&str] = &["watchfrr", "zebra", "bgpd", "staticd", "bfdd", "mgmtd"];
+
+/// Stops instance `namespace` of FRR: its init script while the namespace exists, then any
+/// daemon its pid files still name (a namespace deleted under a running FRR).
 fn stop_frr(namespace: &str) {
-    if namespace_exists(namespace) && Path::new(FRR_RUN).join(namespace).exists() {
+    let run = Path::new(FRR_RUN).join(namespace);
+    if namespace_exists(namespace) && run.exists() {
         let _ = Command::new("ip")
             .args(["netns", "exec", namespace, FRR_INIT, "stop", namespace])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+    }
+    let Ok(dir) = std::fs::read_dir(&run) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "pid") {
+            continue;
+        }
+        let Some(pid) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if FRR_PROCESSES.contains(&comm.trim()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+        }
     }
 }
 
@@ -575,6 +603,39 @@ fn established_sessions(namespace: &str) -> usize {
             .filter(|p| p["state"].as_str() == Some("Established"))
             .count()
     })
+}
+
+/// (namespace, prefix, paths) of every route a leaf must have to another leaf's hosts: one path
+/// per spine.
+fn expected_ecmp_routes(plan: &Plan) -> Vec<(String, String, usize)> {
+    let mut routes = Vec::new();
+    for leaf in plan.leaves() {
+        for other in plan.leaves().filter(|o| o.name != leaf.name) {
+            if let Some(v) = &other.host_subnet {
+                routes.push((
+                    leaf.namespace.clone(),
+                    format!("{}/{}", v.network, v.prefix_len),
+                    plan.spec.spines,
+                ));
+            }
+        }
+    }
+    routes
+}
+
+/// How many next hops the kernel of `namespace` has for `prefix` (0: no route).
+fn kernel_paths(namespace: &str, prefix: &str) -> usize {
+    let Ok(out) = ip(&["-n", namespace, "-j", "route", "show", prefix], None) else {
+        return 0;
+    };
+    let value: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_default();
+    value
+        .as_array()
+        .and_then(|routes| routes.first())
+        .map_or(0, |route| match route["nexthops"].as_array() {
+            Some(hops) => hops.len(),
+            None => usize::from(route["gateway"].is_string()),
+        })
 }
 
 /// Whether `from`'s namespace reaches `to` (one ping, one second).
@@ -614,6 +675,26 @@ fn wait_until_up(plan: &Plan, deadline: Instant, bring_up: &mut BringUp) -> Resu
         }
         std::thread::sleep(Duration::from_millis(500));
     }
+    // Every leaf's kernel forwards to every other leaf's hosts on one path per spine (ECMP).
+    let expected_routes = expected_ecmp_routes(plan);
+    loop {
+        let short: Vec<String> = expected_routes
+            .iter()
+            .filter(|(ns, net, paths)| kernel_paths(ns, net) != *paths)
+            .map(|(ns, net, paths)| format!("{ns} {net} ({paths} paths)"))
+            .collect();
+        if short.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(LabError::Failed(format!(
+                "ECMP routes not installed (or with another number of paths) at the timeout: {}",
+                short.join(", ")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    bring_up.ecmp_routes = expected_routes.len();
     let pairs: Vec<(&plan::Host, &plan::Host)> = plan
         .hosts
         .iter()
@@ -727,9 +808,12 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
     );
     let _ = writeln!(
         t,
-        "  {} of {} BGP sessions established, {} of {} host pairs reachable, {:.1} s{}",
+        "  {} of {} BGP sessions established, {} ECMP routes with {} paths each, {} of {} host \
+         pairs reachable, {:.1} s{}",
         bring_up.bgp_sessions_established,
         bring_up.bgp_sessions_expected,
+        bring_up.ecmp_routes,
+        plan.spec.spines,
         bring_up.host_pairs_reachable,
         bring_up.host_pairs,
         bring_up.ready_after_s,
@@ -920,9 +1004,12 @@ fn down(args: &DownArgs) -> Result<ExitCode, LabError> {
             }
         }
     }
-    for instance in &instances {
-        stop_frr(instance);
-    }
+    // Each stop waits for its daemons to exit (seconds): all at once.
+    std::thread::scope(|scope| {
+        for instance in &instances {
+            scope.spawn(|| stop_frr(instance));
+        }
+    });
     for name in &namespaces {
         ip(&["netns", "del", name], None)?;
     }
