@@ -58,6 +58,14 @@ pub(crate) struct Target {
     /// Configuration file of the running switch (to find its control socket).
     #[arg(short, long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// A switch of a fabric built by `headroom lab fabric` (`spine1`, `leaf2`...): any command
+    /// then talks to that switch.
+    #[arg(long, global = true, value_name = "NAME", conflicts_with_all = ["socket", "config"])]
+    switch: Option<String>,
+    /// The fabric of `--switch` and `show fabric` (its `--prefix`). Default: the only fabric
+    /// built on this machine.
+    #[arg(long, global = true, value_name = "PREFIX")]
+    fabric: Option<String>,
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     json: bool,
@@ -70,8 +78,34 @@ impl Target {
         Self {
             socket: Some(socket),
             config: None,
+            switch: None,
+            fabric: None,
             json: false,
         }
+    }
+
+    /// The fabric `--fabric` names, else the only one built here.
+    pub(crate) fn fabric_prefix(&self) -> Result<String, String> {
+        if let Some(prefix) = &self.fabric {
+            return Ok(prefix.clone());
+        }
+        match crate::lab::fabric::fabric_prefixes().as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(
+                "no fabric is built on this machine (`headroom lab fabric`); pass --fabric \
+                       PREFIX"
+                    .into(),
+            ),
+            several => Err(format!(
+                "several fabrics are built here ({}); pass --fabric PREFIX",
+                several.join(", ")
+            )),
+        }
+    }
+
+    /// Whether `--json` was given.
+    pub(crate) fn json(&self) -> bool {
+        self.json
     }
 
     fn socket_path(&self) -> Result<PathBuf, String> {
@@ -81,6 +115,18 @@ impl Target {
         if let Some(c) = &self.config {
             let (config, _) = headroom_config::load(c).map_err(|e| e.to_string())?;
             return Ok(config.runtime.control_socket);
+        }
+        if let Some(name) = &self.switch {
+            let prefix = self.fabric_prefix()?;
+            let plan = crate::lab::fabric::read_plan(&prefix)?;
+            if plan.switch(name).is_none() {
+                let names: Vec<&str> = plan.switches.iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "fabric {prefix:?} has no switch {name:?} (its switches: {})",
+                    names.join(", ")
+                ));
+            }
+            return Ok(crate::lab::fabric::switch_socket(&prefix, name));
         }
         running_switch_socket(Path::new("/run/headroom"))
     }
@@ -214,6 +260,10 @@ pub(crate) enum ShowCommand {
     /// Everything numeric at once, as JSON (what `headroom top` reads): port, PFC, queue and
     /// watchdog counters, PG occupancy, queueing-delay histograms.
     Snapshot,
+    /// Every switch of a fabric (`headroom lab fabric`) in one table, per switch and port: PFC
+    /// frames received and sent, the deepest queue since start, ECN marks, drops by reason,
+    /// the watchdog's state. Exits 1 when a switch does not answer.
+    Fabric,
 }
 
 #[derive(Debug, Subcommand)]
@@ -306,6 +356,7 @@ pub(crate) fn show(target: &Target, what: ShowCommand) -> ExitCode {
 fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
     let req = |what| Request::Show { what };
     match what {
+        ShowCommand::Fabric => return crate::lab::fabric::view::show_fabric(target),
         ShowCommand::Pfc {
             what: PfcWhat::Counters,
         } => {

@@ -391,3 +391,186 @@ fn bad_arguments_are_refused_before_anything_is_built() {
         assert!(namespaces_with(&fabric.prefix).is_empty());
     }
 }
+
+/// A `headroom run` on the memory driver standing in for one fabric switch.
+struct MemorySwitch(std::process::Child);
+
+impl Drop for MemorySwitch {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn headroom(args: &[&str]) -> std::process::Output {
+    Command::new(HEADROOM).args(args).output().unwrap()
+}
+
+#[test]
+fn show_fabric_and_show_switch_talk_to_each_switch_of_the_fabric() {
+    let fabric = Fabric::new();
+    let p = fabric.prefix.clone();
+    // The plan, without building the network: the switches run on the memory driver here.
+    let out = run_ok(Command::new(HEADROOM).args([
+        "lab",
+        "fabric",
+        "--dry-run",
+        "--json",
+        "--prefix",
+        &p,
+        "--spines",
+        "1",
+        "--leaves",
+        "2",
+        "--hosts-per-leaf",
+        "1",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(namespaces_with(&p).is_empty(), "a dry run builds nothing");
+    let plan = &report["plan"];
+    let dir = format!("/run/headroom/{p}-fabric");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(format!("{dir}/plan.json"), plan.to_string()).unwrap();
+    let mut switches = Vec::new();
+    for s in plan["switches"].as_array().unwrap() {
+        let name = s["name"].as_str().unwrap();
+        let socket = format!("{dir}/{name}.sock");
+        let mut text = format!(
+            "[switch]\nname = \"{p}-{name}\"\ndriver = \"memory\"\n\n[port_defaults]\nspeed = \
+             \"100M\"\ncable_length = \"5m\"\npfc_enable = [3, 4]\n\n[port_defaults.pfcwd]\n\
+             enabled = true\n\n[runtime]\ncontrol_socket = \"{socket}\"\nprometheus_listen = \
+             \"127.0.0.1:{}\"\n",
+            free_port()
+        );
+        for port in s["ports"].as_array().unwrap() {
+            text.push_str(&format!(
+                "\n[port.{}]\ndevice = \"{name}-{}\"\n",
+                port["name"].as_str().unwrap(),
+                port["device"].as_str().unwrap()
+            ));
+        }
+        let config = format!("{dir}/{name}.toml");
+        std::fs::write(&config, text).unwrap();
+        let child = Command::new(HEADROOM)
+            .args(["run", "-c", &config, "--log-format", "json"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        switches.push((name.to_owned(), MemorySwitch(child)));
+        let end = std::time::Instant::now() + common::DEADLINE;
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            assert!(std::time::Instant::now() < end, "{name} did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    // --switch reaches that switch: its own ports and devices.
+    let out = headroom(&[
+        "show", "--fabric", &p, "--switch", "leaf2", "ports", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let devices: Vec<&str> = ports
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["leaf2-swp1", "leaf2-swp2"]);
+    // A change through --switch lands on that switch only.
+    let out = headroom(&[
+        "set",
+        "--fabric",
+        &p,
+        "--switch",
+        "leaf2",
+        "pfcwd",
+        "Ethernet0",
+        "--enabled",
+        "false",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // An unknown switch is named with the fabric's switches.
+    let out = headroom(&["show", "--fabric", &p, "--switch", "leaf9", "ports"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no switch \"leaf9\"") && stderr.contains("spine1, leaf1, leaf2"),
+        "{stderr}"
+    );
+
+    // show fabric: every switch and port, each from its own switch.
+    let out = headroom(&["show", "fabric", "--fabric", &p, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, String, String, String)> = view["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["switch"].as_str().unwrap().to_owned(),
+                r["port"].as_str().unwrap().to_owned(),
+                r["peer"].as_str().unwrap().to_owned(),
+                r["watchdog"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let row = |s: &str, port: &str, peer: &str, wd: &str| {
+        (
+            s.to_owned(),
+            port.to_owned(),
+            peer.to_owned(),
+            wd.to_owned(),
+        )
+    };
+    assert_eq!(
+        rows,
+        [
+            row("spine1", "Ethernet0", "leaf1 Ethernet0", "operational"),
+            row("spine1", "Ethernet1", "leaf2 Ethernet0", "operational"),
+            row("leaf1", "Ethernet0", "spine1 Ethernet0", "operational"),
+            row("leaf1", "Ethernet1", "host1", "operational"),
+            row("leaf2", "Ethernet0", "spine1 Ethernet1", "off"),
+            row("leaf2", "Ethernet1", "host2", "operational"),
+        ]
+    );
+    assert_eq!(view["unreachable"], serde_json::json!({}));
+    let out = headroom(&["show", "fabric", "--fabric", &p]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Watchdog") && text.contains("leaf2"),
+        "{text}"
+    );
+
+    // A switch that stops answering is named, and the view exits 1.
+    switches.remove(0);
+    let out = headroom(&["show", "fabric", "--fabric", &p, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(view["unreachable"]["spine1"].is_string(), "{view}");
+    assert_eq!(view["ports"].as_array().unwrap().len(), 4);
+    drop(switches);
+    let _ = std::fs::remove_dir_all(&dir);
+}

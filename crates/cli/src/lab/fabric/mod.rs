@@ -19,6 +19,7 @@
 pub(crate) mod frr;
 pub(crate) mod plan;
 pub(crate) mod switch_config;
+pub(crate) mod view;
 
 use super::config::mac_text;
 use super::{
@@ -94,6 +95,9 @@ struct UpArgs {
     /// Print the plan and the bring-up as one JSON object instead of tables.
     #[arg(long)]
     json: bool,
+    /// Print the plan (and check the generated configurations) without building anything.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Clone, Debug, Args)]
@@ -170,9 +174,13 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
         })?;
         switch_configs.push((path, text));
     }
+    let mut bring_up = BringUp::default();
+    if args.dry_run {
+        print_up(&plan, &bring_up, args.json, true)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     check_privileges()?;
     check_frr()?;
-    let mut bring_up = BringUp::default();
     remove_extra_namespaces(&plan, &mut bring_up)?;
     build_network(&plan, &mut bring_up)?;
 
@@ -197,18 +205,30 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
     let deadline = started + Duration::from_secs(args.timeout);
     wait_until_up(&plan, deadline, &mut bring_up)?;
     bring_up.ready_after_s = started.elapsed().as_secs_f64();
-    if args.json {
-        let report = UpReport {
-            plan: &plan,
-            bring_up: &bring_up,
-        };
+    print_up(&plan, &bring_up, args.json, false)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_up(plan: &Plan, bring_up: &BringUp, json: bool, dry_run: bool) -> Result<(), LabError> {
+    if json {
+        let report = UpReport { plan, bring_up };
         let text =
             serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
         crate::client::emit(format_args!("{text}\n"));
+    } else if dry_run {
+        let text = describe(plan, bring_up);
+        // The plan only: no bring-up line.
+        let mut lines = text.lines();
+        let head = lines.next().unwrap_or_default();
+        let rest: Vec<&str> = lines.skip(1).collect();
+        crate::client::emit(format_args!(
+            "{head} [dry run: nothing built]\n{}\n",
+            rest.join("\n")
+        ));
     } else {
-        crate::client::emit(format_args!("{}", describe(&plan, &bring_up)));
+        crate::client::emit(format_args!("{}", describe(plan, bring_up)));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// FRR must be installed (Debian `frr`): its init script runs one instance per namespace.
