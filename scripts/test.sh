@@ -26,6 +26,7 @@ apt_packages=(
     prometheus                                           # promtool, to check our metrics exposition
     python3 jq                                           # helper scripts
     lldpad lldpd                                         # DCBX/LLDP peers of the LLDP agent tests
+    frr                                                  # BGP in every switch of `headroom lab fabric`
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -44,7 +45,7 @@ if ((${#missing[@]})); then
     apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool lldpad lldptool lldpd lldpcli unshare; do
+for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool lldpad lldptool lldpd lldpcli unshare vtysh; do
     command -v "$tool" >/dev/null || { echo "scripts/test.sh: $tool is still missing after install" >&2; exit 1; }
 done
 pkg-config --atleast-version=22.11 libdpdk || { echo "scripts/test.sh: DPDK >= 22.11 not found by pkg-config (libdpdk-dev)" >&2; exit 1; }
