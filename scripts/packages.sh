@@ -17,12 +17,14 @@ HEADROOM_BUILD_PACKAGES=(
 )
 
 # What the whole test suite needs on top: the DPDK backend and its bindings, kernel modules,
-# helper scripts, the DCBX/LLDP peers of the LLDP agent tests.
+# helper scripts, the DCBX/LLDP peers of the LLDP agent tests, FRR (BGP in every switch of
+# `headroom lab fabric`).
 HEADROOM_TEST_PACKAGES=(
     kmod coreutils
     libdpdk-dev dpdk-dev clang libclang-dev
     python3 jq
     lldpad lldpd
+    frr
 )
 
 install_missing_packages() {

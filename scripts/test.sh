@@ -24,7 +24,7 @@ source scripts/packages.sh
 install_missing_packages "${HEADROOM_LAB_PACKAGES[@]}" "${HEADROOM_BUILD_PACKAGES[@]}" \
     "${HEADROOM_TEST_PACKAGES[@]}" || exit 1
 
-for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool prometheus lldpad lldptool lldpd lldpcli unshare; do
+for tool in cargo rustc tshark tcpdump ip pkg-config ping iperf3 ethtool chrt setpriv nstat promtool prometheus lldpad lldptool lldpd lldpcli unshare vtysh; do
     command -v "$tool" >/dev/null || { echo "scripts/test.sh: $tool is still missing after install" >&2; exit 1; }
 done
 pkg-config --atleast-version=22.11 libdpdk || { echo "scripts/test.sh: DPDK >= 22.11 not found by pkg-config (libdpdk-dev)" >&2; exit 1; }

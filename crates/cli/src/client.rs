@@ -62,12 +62,57 @@ pub(crate) struct Target {
     /// side by side).
     #[arg(long, global = true, value_name = "PREFIX", conflicts_with_all = ["socket", "config"])]
     lab: Option<String>,
+    /// A switch of a fabric built by `headroom lab fabric` (`spine1`, `leaf2`...): any command
+    /// then talks to that switch.
+    #[arg(long, global = true, value_name = "NAME", conflicts_with_all = ["socket", "config"])]
+    switch: Option<String>,
+    /// The fabric of `--switch` and `show fabric` (its `--prefix`). Default: the only fabric
+    /// built on this machine.
+    #[arg(long, global = true, value_name = "PREFIX")]
+    fabric: Option<String>,
     /// Print JSON instead of tables (for scripts).
     #[arg(long, global = true)]
     json: bool,
 }
 
 impl Target {
+    /// The switch listening on `socket` (what `--socket` selects): for the labs, which know
+    /// their switches' sockets, so that they use this one client of the control protocol.
+    pub(crate) fn for_socket(socket: PathBuf) -> Self {
+        Self {
+            socket: Some(socket),
+            config: None,
+            lab: None,
+            switch: None,
+            fabric: None,
+            json: false,
+        }
+    }
+
+    /// The fabric `--fabric` names, else the only one built here.
+    pub(crate) fn fabric_prefix(&self) -> Result<String, String> {
+        if let Some(prefix) = &self.fabric {
+            return Ok(prefix.clone());
+        }
+        match crate::lab::fabric::fabric_prefixes().as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(
+                "no fabric is built on this machine (`headroom lab fabric`); pass --fabric \
+                       PREFIX"
+                    .into(),
+            ),
+            several => Err(format!(
+                "several fabrics are built here ({}); pass --fabric PREFIX",
+                several.join(", ")
+            )),
+        }
+    }
+
+    /// Whether `--json` was given.
+    pub(crate) fn json(&self) -> bool {
+        self.json
+    }
+
     fn socket_path(&self) -> Result<PathBuf, String> {
         if let Some(s) = &self.socket {
             return Ok(s.clone());
@@ -78,6 +123,18 @@ impl Target {
         }
         if let Some(prefix) = &self.lab {
             return lab_socket(prefix);
+        }
+        if let Some(name) = &self.switch {
+            let prefix = self.fabric_prefix()?;
+            let plan = crate::lab::fabric::read_plan(&prefix)?;
+            if plan.switch(name).is_none() {
+                let names: Vec<&str> = plan.switches.iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "fabric {prefix:?} has no switch {name:?} (its switches: {})",
+                    names.join(", ")
+                ));
+            }
+            return Ok(crate::lab::fabric::switch_socket(&prefix, name));
         }
         running_switch_socket(Path::new("/run/headroom"))
     }
@@ -109,6 +166,7 @@ impl Target {
         self.config.as_deref()
     }
 
+    /// Sends one request and reads its answer's data as `T` (and as JSON, for `--json`).
     pub(crate) fn fetch<T: DeserializeOwned>(
         &self,
         request: &Request,
@@ -273,6 +331,10 @@ pub(crate) enum ShowCommand {
     /// Everything numeric at once, as JSON (what `headroom top` reads): port, PFC, queue and
     /// watchdog counters, PG occupancy, queueing-delay histograms.
     Snapshot,
+    /// Every switch of a fabric (`headroom lab fabric`) in one table, per switch and port: PFC
+    /// frames received and sent, the deepest queue since start, ECN marks, drops by reason,
+    /// the watchdog's state. Exits 1 when a switch does not answer.
+    Fabric,
 }
 
 #[derive(Debug, Subcommand)]
@@ -365,6 +427,7 @@ pub(crate) fn show(target: &Target, what: ShowCommand) -> ExitCode {
 fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
     let req = |what| Request::Show { what };
     match what {
+        ShowCommand::Fabric => return crate::lab::fabric::view::show_fabric(target),
         ShowCommand::Pfc {
             what: PfcWhat::Counters,
         } => {

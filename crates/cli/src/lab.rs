@@ -12,6 +12,7 @@
 //! lcore threads, the packet sockets and anything the switch listens on are in that namespace.
 
 mod config;
+pub(crate) mod fabric;
 mod incast;
 pub(crate) mod monitor;
 
@@ -57,6 +58,12 @@ enum LabAction {
     /// fairness, PFC sent and honoured, ECN marks, CNPs, retransmissions, lossless drops, the
     /// bottleneck queue's depth. Builds the lab if needed and leaves it as it found it.
     Incast(incast::IncastArgs),
+    /// Build a leaf-spine fabric: a namespace per switch and per host, veth links, /31s and a
+    /// /24 per leaf, FRR with eBGP in every switch (a private ASN per leaf, one for the
+    /// spines, ECMP), the switches' headroom configurations from one template, a Prometheus
+    /// scrape configuration; waits until every BGP session is up and every host reaches every
+    /// other, then prints the topology. Running it again repairs it; `down` removes it.
+    Fabric(fabric::FabricArgs),
 }
 
 #[derive(Clone, Debug, Args)]
@@ -113,6 +120,7 @@ pub(crate) fn lab(args: LabArgs) -> ExitCode {
         Some(LabAction::Up(up_args)) => up(&up_args),
         Some(LabAction::Down(down_args)) => down(&down_args),
         Some(LabAction::Incast(incast_args)) => incast::incast(&incast_args),
+        Some(LabAction::Fabric(fabric_args)) => fabric::fabric(fabric_args),
     }
 }
 

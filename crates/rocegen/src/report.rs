@@ -16,14 +16,21 @@
 //!   answering WRITE has arrived). As perftest, the two largest samples are discarded; t_typical
 //!   is the median; the 99 % and 99.9 % figures are the samples at index ⌈n × 0.99⌉ and
 //!   ⌈n × 0.999⌉ of the sorted remaining n samples (clamped to the largest).
+//!
+//! # The JSON report is a contract
+//!
+//! `--json` prints one [`Report`]; readers (`headroom lab incast`) parse it back into the same
+//! types with [`Report::from_json`]. Every field must be present, `Option`s included (they are
+//! written as `null`): a field renamed or dropped on one side is an error that names its path
+//! (`counters.rx_ring_drops`), never a silent zero.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// perftest's MB: 2^20 bytes.
 pub const MEBIBYTE: f64 = 1_048_576.0;
 
 /// One bandwidth row.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BwRow {
     /// Message size.
     pub bytes: u32,
@@ -114,7 +121,7 @@ impl BwRow {
 }
 
 /// One latency row, in microseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LatRow {
     /// Message size.
     pub bytes: u32,
@@ -185,7 +192,7 @@ impl LatRow {
 }
 
 /// PFC counters and paused time of one priority.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PriorityReport {
     /// The priority.
     pub priority: u8,
@@ -200,7 +207,7 @@ pub struct PriorityReport {
 }
 
 /// The RoCE counters of one host.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CountersReport {
     /// Per priority 0..=7.
     pub priorities: Vec<PriorityReport>,
@@ -276,7 +283,7 @@ pub struct CountersReport {
 }
 
 /// One retransmission timeout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimeoutEventReport {
     /// Nanoseconds since the traffic started.
     pub at_ns: u64,
@@ -289,7 +296,7 @@ pub struct TimeoutEventReport {
 }
 
 /// One QP's state at the end.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QpReport {
     /// Index.
     pub index: usize,
@@ -304,8 +311,10 @@ pub struct QpReport {
     /// The lowest rate it enforced, bit/s.
     pub min_rate_bps: u64,
     /// DCQCN target rate, bit/s.
+    #[serde(deserialize_with = "required")]
     pub target_rate_bps: Option<u64>,
     /// DCQCN alpha.
+    #[serde(deserialize_with = "required")]
     pub alpha: Option<f64>,
     /// DCQCN rate cuts.
     pub rate_cuts: u64,
@@ -328,7 +337,7 @@ pub struct QpReport {
 }
 
 /// The loop's own counters, reported under `driver` in JSON.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriverStats {
     /// Loop iterations.
     pub loop_iterations: u64,
@@ -352,7 +361,7 @@ pub struct DriverStats {
 }
 
 /// An endpoint as reported (perftest's local/remote address lines).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndpointReport {
     /// MAC address.
     pub mac: String,
@@ -363,16 +372,16 @@ pub struct EndpointReport {
 }
 
 /// Everything `--json` prints: one object per run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// `rocegen`.
-    pub tool: &'static str,
+    pub tool: String,
     /// The crate version.
-    pub version: &'static str,
+    pub version: String,
     /// `write_bw` or `write_lat`.
     pub test: String,
     /// `client` or `server`.
-    pub role: &'static str,
+    pub role: String,
     /// The interface.
     pub interface: String,
     /// Emulated link speed, bit/s.
@@ -388,6 +397,7 @@ pub struct Report {
     /// Priority of data (PCP when tagged; PFC class).
     pub priority: u8,
     /// VLAN ID when tagged.
+    #[serde(deserialize_with = "required")]
     pub vlan_id: Option<u16>,
     /// DCQCN mode: `off`, `paper` or `nvidia`.
     pub dcqcn: String,
@@ -404,14 +414,72 @@ pub struct Report {
     /// Per QP.
     pub qp: Vec<QpReport>,
     /// Why the run failed, if it did.
+    #[serde(deserialize_with = "required")]
     pub error: Option<String>,
     /// The other side's report as it sent it at the end: the server's for a client, the
     /// client's for a server with one client.
+    #[serde(deserialize_with = "required")]
     pub peer: Option<serde_json::Value>,
     /// A server's clients' reports, one per client (empty for a client).
     pub peers: Vec<serde_json::Value>,
     /// The event loop's counters (absent when the run failed before it started).
+    #[serde(deserialize_with = "required")]
     pub driver: Option<DriverStats>,
+}
+
+/// An `Option` field that must be present (as a value or `null`): serde's derive would take a
+/// missing `Option` for `None`, which is the silent default this module exists to avoid.
+fn required<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer)
+}
+
+/// Why a report could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportError {
+    /// Where in the report: a dotted path (`counters.priorities[3]`), empty for the whole text.
+    pub path: String,
+    /// What is wrong there (serde's words: "missing field `rx_ring_drops`").
+    pub message: String,
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() || self.path == "." {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "at {}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+impl Report {
+    /// Parses what `rocegen --json` printed. Every field is required; the error names the path
+    /// of the first one that is missing or of the wrong type.
+    ///
+    /// # Errors
+    /// [`ReportError`] with the field's path and serde's reason.
+    pub fn from_json(text: &str) -> Result<Self, ReportError> {
+        let deserializer = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| ReportError {
+            path: e.path().to_string(),
+            message: e.inner().to_string(),
+        })
+    }
+
+    /// The counters of priority `priority`, if the report has them.
+    #[must_use]
+    pub fn priority(&self, priority: u8) -> Option<&PriorityReport> {
+        self.counters
+            .priorities
+            .iter()
+            .find(|p| p.priority == priority)
+    }
 }
 
 fn rule() -> &'static str {
@@ -682,6 +750,128 @@ mod tests {
                 "case {case}: n {n} gap {gap} bytes {bytes}: {row:?}"
             );
         }
+    }
+
+    /// A report with every kind of field set (nested structs, vectors, options, the peer).
+    fn sample_report() -> Report {
+        let endpoint = EndpointReport {
+            mac: "02:68:68:00:00:01".into(),
+            ip: "10.0.0.1".into(),
+            qps: vec![crate::oob::QpInfo {
+                qpn: 0x111,
+                psn: 0x222,
+                rkey: 0x333,
+                va: 0x4000,
+            }],
+        };
+        let mut counters = CountersReport {
+            priorities: (0..8)
+                .map(|p| PriorityReport {
+                    priority: p,
+                    ..PriorityReport::default()
+                })
+                .collect(),
+            rx_ring_drops: 3,
+            timeout_events: vec![TimeoutEventReport::default()],
+            ..CountersReport::default()
+        };
+        counters.priorities[3].pfc_frames_rx = 17;
+        Report {
+            tool: "rocegen".into(),
+            version: "0.1.0".into(),
+            test: "write_bw".into(),
+            role: "client".into(),
+            interface: "eth0".into(),
+            link_speed_bps: 100_000_000,
+            mtu_bytes: 1024,
+            qps: 1,
+            tclass: 12,
+            dscp: 3,
+            priority: 3,
+            vlan_id: None,
+            dcqcn: "nvidia".into(),
+            local: endpoint.clone(),
+            remote: vec![endpoint],
+            bw: vec![BwRow::from_totals(65_536, 10, 1_000_000, 0.0)],
+            latency: Vec::new(),
+            counters,
+            qp: vec![QpReport {
+                index: 0,
+                local_qpn: 0x111,
+                remote_qpn: 0x999,
+                udp_sport: 49_152,
+                rate_bps: 1,
+                min_rate_bps: 1,
+                target_rate_bps: Some(2),
+                alpha: Some(0.5),
+                rate_cuts: 4,
+                cnps_handled: 5,
+                packets_sent: 6,
+                packets_retransmitted: 0,
+                timeouts: 0,
+                messages_completed: 10,
+                state: "ready".into(),
+                packets_accepted: 0,
+                out_of_sequence: 0,
+            }],
+            error: None,
+            peer: Some(serde_json::json!({"role": "server"})),
+            peers: Vec::new(),
+            driver: Some(DriverStats::default()),
+        }
+    }
+
+    #[test]
+    fn the_json_report_reads_back_as_it_was_written() {
+        let report = sample_report();
+        let text = serde_json::to_string(&report).unwrap();
+        assert_eq!(Report::from_json(&text).unwrap(), report);
+        assert_eq!(report.priority(3).map(|p| p.pfc_frames_rx), Some(17));
+        assert_eq!(report.priority(9), None);
+    }
+
+    #[test]
+    fn a_renamed_or_missing_field_is_an_error_that_names_it() {
+        let mut value = serde_json::to_value(sample_report()).unwrap();
+        // Renamed (an older or newer rocegen): the reader's name is missing.
+        let counters = value["counters"].as_object_mut().unwrap();
+        let drops = counters.remove("rx_ring_drops").unwrap();
+        counters.insert("rx_kernel_drops".into(), drops);
+        let e = Report::from_json(&value.to_string()).unwrap_err();
+        assert_eq!(e.path, "counters");
+        assert!(e.message.contains("missing field `rx_ring_drops`"), "{e}");
+        assert!(
+            e.to_string().starts_with("at counters: missing field"),
+            "{e}"
+        );
+
+        // Deep inside a vector.
+        let mut value = serde_json::to_value(sample_report()).unwrap();
+        value["counters"]["priorities"][3]
+            .as_object_mut()
+            .unwrap()
+            .remove("paused_ns");
+        let e = Report::from_json(&value.to_string()).unwrap_err();
+        assert_eq!(e.path, "counters.priorities[3]");
+        assert!(e.message.contains("`paused_ns`"), "{e}");
+
+        // An Option that is absent is not taken for None.
+        for field in ["error", "driver", "vlan_id", "peer"] {
+            let mut value = serde_json::to_value(sample_report()).unwrap();
+            value.as_object_mut().unwrap().remove(field);
+            let e = Report::from_json(&value.to_string()).unwrap_err();
+            assert!(
+                e.message.contains(&format!("missing field `{field}`")),
+                "{e}"
+            );
+        }
+        // A wrong type names the field too.
+        let mut value = serde_json::to_value(sample_report()).unwrap();
+        value["counters"]["cnps_sent"] = serde_json::json!("many");
+        let e = Report::from_json(&value.to_string()).unwrap_err();
+        assert_eq!(e.path, "counters.cnps_sent");
+        // Not JSON at all.
+        assert!(Report::from_json("rocegen: error").is_err());
     }
 
     #[test]

@@ -1052,10 +1052,10 @@ fn build_report(
         qps: Vec::new(),
     };
     Report {
-        tool: "rocegen",
-        version: env!("CARGO_PKG_VERSION"),
+        tool: "rocegen".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
         test: test.name().to_owned(),
-        role,
+        role: role.to_owned(),
         interface: settings.device.clone(),
         link_speed_bps: settings.link_rate_bps,
         mtu_bytes: pmtu.map_or(0, PathMtu::bytes),

@@ -27,15 +27,14 @@ use super::config::{
 use super::{build, check_privileges, ip, lab_namespaces, namespace_pids, LabError};
 use crate::table::{thousands, Table};
 use clap::{Args, ValueEnum};
+use headroom_rocegen::report::Report as RocegenReport;
 use headroom_runtime::protocol::{
-    PgDropRow, PgWatermarkKind, Request, Response, Show, Snapshot, WatermarkRow,
+    PgDropRow, PgWatermarkKind, Request, Show, Snapshot, WatermarkRow,
 };
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -451,30 +450,11 @@ impl Drop for Proc {
     }
 }
 
-/// One request on the switch's control socket.
+/// One `show` request on the switch's control socket, through the CLI's one client.
 fn request<T: serde::de::DeserializeOwned>(socket: &Path, what: Show) -> Result<T, String> {
-    let stream = UnixStream::connect(socket)
-        .map_err(|e| format!("cannot reach the switch at {}: {e}", socket.display()))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let mut line = serde_json::to_string(&Request::Show { what }).map_err(|e| e.to_string())?;
-    line.push('\n');
-    (&stream)
-        .write_all(line.as_bytes())
-        .map_err(|e| format!("sending to the switch: {e}"))?;
-    let mut answer = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut answer)
-        .map_err(|e| format!("no answer from the switch: {e}"))?;
-    let response: Response =
-        serde_json::from_str(&answer).map_err(|e| format!("unreadable answer: {e}"))?;
-    if !response.ok {
-        return Err(response
-            .error
-            .unwrap_or_else(|| "the switch refused the request".into()));
-    }
-    serde_json::from_value(response.data).map_err(|e| format!("unexpected answer: {e}"))
+    crate::client::Target::for_socket(socket.to_owned())
+        .fetch(&Request::Show { what })
+        .map(|(typed, _raw)| typed)
 }
 
 /// CPU time of every thread of a process, ticks by thread name.
@@ -695,28 +675,6 @@ struct Report {
     summary: Summary,
     /// What went wrong (rocegen errors, timeouts); empty when the experiment ran.
     errors: Vec<String>,
-}
-
-fn pointer<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.')
-        .try_fold(v, |v, key| match key.parse::<usize>() {
-            Ok(i) => v.get(i),
-            Err(_) => v.get(key),
-        })
-}
-
-fn int(v: &Value, path: &str) -> u64 {
-    pointer(v, path).and_then(Value::as_u64).unwrap_or(0)
-}
-
-fn float(v: &Value, path: &str) -> f64 {
-    pointer(v, path).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn error_of(v: &Value) -> Option<String> {
-    pointer(v, "error")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
 }
 
 /// Host `host`'s RoCE address as configured: its GID with `--ipv6`, else its IPv4 address.
@@ -1151,24 +1109,15 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
             let _ = p.child.kill();
         }
     });
-    let reports: Vec<Option<Value>> = running
+    let reports: Vec<Option<RocegenReport>> = running
         .rocegen
         .iter_mut()
         .map(|p| {
             p.exited();
-            let out = p.stdout();
-            match serde_json::from_str::<Value>(&out) {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    errors.push(format!(
-                        "{} printed no report ({}):\n{}",
-                        p.what,
-                        p.status.map_or("killed".into(), |s| s.to_string()),
-                        p.stderr_tail()
-                    ));
-                    None
-                }
-            }
+            let status = p.status.map_or("killed".into(), |s| s.to_string());
+            read_rocegen_report(&p.what, &status, &p.stdout(), &p.stderr_tail())
+                .map_err(|e| errors.push(e))
+                .ok()
         })
         .collect();
 
@@ -1232,8 +1181,9 @@ struct Collected<'a> {
     config: &'a headroom_config::Config,
     config_path: &'a Path,
     rocegen: &'a Path,
-    /// The receiver's rocegen report first, then each sender's (None: it printed none).
-    reports: Vec<Option<Value>>,
+    /// The receiver's rocegen report first, then each sender's (None: it printed none, or one
+    /// that does not read).
+    reports: Vec<Option<RocegenReport>>,
     switch: SwitchCounters,
     /// The switch's busiest thread over the traffic and its share of a CPU, percent.
     busiest: Option<(String, f64)>,
@@ -1241,18 +1191,37 @@ struct Collected<'a> {
     errors: Vec<String>,
 }
 
-/// Paths every rocegen report has (a report without them is from another rocegen version).
-const REQUIRED_REPORT_FIELDS: &[&str] = &[
-    "priority",
-    "mtu_bytes",
-    "counters.priorities.7.pfc_frames_rx",
-    "counters.retransmitted_packets",
-    "counters.cnps_received",
-    "counters.cnps_sent",
-    "counters.ecn_ce_received",
-    "counters.data_packets_sent",
-    "counters.rx_ring_drops",
-];
+/// The report a rocegen process printed (`--json`), or the error that says why there is none: it
+/// printed nothing (with the end of its stderr), or a report that does not read (a field renamed
+/// or gone in another rocegen version: the error names it).
+fn read_rocegen_report(
+    what: &str,
+    status: &str,
+    stdout: &str,
+    stderr_tail: &str,
+) -> Result<RocegenReport, String> {
+    if stdout.trim().is_empty() {
+        return Err(format!(
+            "{what} printed no report ({status}):\n{stderr_tail}"
+        ));
+    }
+    RocegenReport::from_json(stdout)
+        .map_err(|e| format!("{what}: its report does not read ({status}): {e}"))
+}
+
+/// What the incast needs of a rocegen report beyond its types: every priority's counters and
+/// the bandwidth row (a write_bw report has exactly one). `None` when it has them.
+fn report_shape_error(report: &RocegenReport) -> Option<String> {
+    if let Some(p) = (0..8).find(|&p| report.priority(p).is_none()) {
+        return Some(format!(
+            "its report has no counters.priorities entry for priority {p}"
+        ));
+    }
+    if report.bw.is_empty() {
+        return Some("its report has no bw row".into());
+    }
+    None
+}
 
 /// The report, from what the run collected.
 fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
@@ -1282,25 +1251,20 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
         } else {
             format!("h{}", i - 1)
         };
-        if let Some(v) = report {
-            for path in REQUIRED_REPORT_FIELDS {
-                if pointer(v, path).is_none() {
-                    errors.push(format!("rocegen on {who}: its report has no {path}"));
-                }
-            }
+        if let Some(e) = report.as_ref().and_then(report_shape_error) {
+            errors.push(format!("rocegen on {who}: {e}"));
         }
     }
     let port0 = config
         .ports
         .first()
         .ok_or_else(|| LabError::Failed("no port".into()))?;
-    let server = reports.first().cloned().flatten();
-    let clients: Vec<Option<Value>> = reports.iter().skip(1).cloned().collect();
+    // A report without what the incast reads counts as none (its error is recorded above).
+    let usable = |r: &Option<RocegenReport>| r.clone().filter(|r| report_shape_error(r).is_none());
+    let server = reports.first().and_then(usable);
+    let clients: Vec<Option<RocegenReport>> = reports.iter().skip(1).map(usable).collect();
     let any = server.iter().chain(clients.iter().flatten()).next();
-    let priority = any.map_or_else(
-        || args.pcp.unwrap_or(args.dscp),
-        |v| u8::try_from(int(v, "priority")).unwrap_or(0),
-    );
+    let priority = any.map_or_else(|| args.pcp.unwrap_or(args.dscp), |r| r.priority);
     let tc = match spec.trust {
         LabTrust::Dscp => port0.maps.dscp_to_tc[usize::from(args.dscp)],
         LabTrust::Dot1p => port0.maps.dot1p_to_tc[usize::from(args.pcp.unwrap_or(0))],
@@ -1432,34 +1396,33 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
             error: Some("no report".into()),
             ..Flow::default()
         };
-        if let Some(v) = report {
+        if let Some(r) = report {
+            let c = &r.counters;
             // The address rocegen sent from, as it reports it.
-            if let Some(ip) = pointer(v, "local.ip").and_then(Value::as_str) {
-                flow.ip = ip.to_owned();
+            flow.ip.clone_from(&r.local.ip);
+            // report_shape_error checked that these are there.
+            let bw = r.bw.first().copied();
+            flow.goodput_mbps = bw.map_or(0.0, |b| b.bw_average_gbit_per_sec) * 1e3;
+            flow.messages = bw.map_or(0, |b| b.iterations);
+            flow.data_packets_sent = c.data_packets_sent;
+            flow.retransmitted_packets = c.retransmitted_packets;
+            flow.retransmission_timeouts = c.retransmission_timeouts;
+            flow.naks_received = c.naks_received;
+            for (p, slot) in (0u8..).zip(flow.host_pfc_rx.iter_mut()) {
+                *slot = r.priority(p).map_or(0, |s| s.pfc_frames_rx);
             }
-            flow.goodput_mbps = float(v, "bw.0.bw_average_gbit_per_sec") * 1e3;
-            flow.messages = int(v, "bw.0.iterations");
-            flow.data_packets_sent = int(v, "counters.data_packets_sent");
-            flow.retransmitted_packets = int(v, "counters.retransmitted_packets");
-            flow.retransmission_timeouts = int(v, "counters.retransmission_timeouts");
-            flow.naks_received = int(v, "counters.naks_received");
-            for (p, slot) in flow.host_pfc_rx.iter_mut().enumerate() {
-                *slot = int(v, &format!("counters.priorities.{p}.pfc_frames_rx"));
-            }
-            flow.host_pfc_xoff_rx = int(v, &format!("counters.priorities.{priority}.pfc_xoff_rx"));
-            flow.host_pfc_xon_rx = int(v, &format!("counters.priorities.{priority}.pfc_xon_rx"));
-            flow.paused_ms =
-                int(v, &format!("counters.priorities.{priority}.paused_ns")) as f64 / 1e6;
-            flow.cnps_received = int(v, "counters.cnps_received");
-            let qps = pointer(v, "qp").and_then(Value::as_array);
-            flow.dcqcn_rate_cuts = qps.map_or(0, |q| q.iter().map(|q| int(q, "rate_cuts")).sum());
-            flow.dcqcn_min_rate_mbps = qps
-                .and_then(|q| q.iter().map(|q| int(q, "min_rate_bps")).min())
-                .unwrap_or(0) as f64
-                / 1e6;
-            flow.host_rx_ring_drops = int(v, "counters.rx_ring_drops");
-            flow.max_wake_lateness_ms = int(v, "driver.max_wake_lateness_ns") as f64 / 1e6;
-            flow.error = error_of(v);
+            let data = r.priority(priority).copied().unwrap_or_default();
+            flow.host_pfc_xoff_rx = data.pfc_xoff_rx;
+            flow.host_pfc_xon_rx = data.pfc_xon_rx;
+            flow.paused_ms = data.paused_ns as f64 / 1e6;
+            flow.cnps_received = c.cnps_received;
+            flow.dcqcn_rate_cuts = r.qp.iter().map(|q| q.rate_cuts).sum();
+            flow.dcqcn_min_rate_mbps =
+                r.qp.iter().map(|q| q.min_rate_bps).min().unwrap_or(0) as f64 / 1e6;
+            flow.host_rx_ring_drops = c.rx_ring_drops;
+            // Absent only when the run failed before its loop started (then `error` says why).
+            flow.max_wake_lateness_ms = r.driver.map_or(0, |d| d.max_wake_lateness_ns) as f64 / 1e6;
+            flow.error.clone_from(&r.error);
         }
         flow.pfc_agree = report.is_some() && flow.host_pfc_rx == switch_pfc_tx;
         if let (Some(_), Some(e)) = (report, &flow.error) {
@@ -1474,17 +1437,17 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
         error: Some("no report".into()),
         ..Receiver::default()
     };
-    if let Some(v) = &server {
-        if let Some(ip) = pointer(v, "local.ip").and_then(Value::as_str) {
-            receiver_report.ip = ip.to_owned();
-        }
-        receiver_report.goodput_mbps = float(v, "bw.0.bw_average_gbit_per_sec") * 1e3;
-        receiver_report.messages_delivered = int(v, "counters.messages_delivered");
-        receiver_report.ecn_ce_received = int(v, "counters.ecn_ce_received");
-        receiver_report.cnps_sent = int(v, "counters.cnps_sent");
-        receiver_report.out_of_sequence_packets = int(v, "counters.out_of_sequence_packets");
-        receiver_report.host_rx_ring_drops = int(v, "counters.rx_ring_drops");
-        receiver_report.error = error_of(v);
+    if let Some(r) = &server {
+        let c = &r.counters;
+        receiver_report.ip.clone_from(&r.local.ip);
+        receiver_report.goodput_mbps =
+            r.bw.first().map_or(0.0, |b| b.bw_average_gbit_per_sec) * 1e3;
+        receiver_report.messages_delivered = c.messages_delivered;
+        receiver_report.ecn_ce_received = c.ecn_ce_received;
+        receiver_report.cnps_sent = c.cnps_sent;
+        receiver_report.out_of_sequence_packets = c.out_of_sequence_packets;
+        receiver_report.host_rx_ring_drops = c.rx_ring_drops;
+        receiver_report.error.clone_from(&r.error);
     }
     if let (Some(_), Some(e)) = (&server, &receiver_report.error) {
         errors.push(format!("rocegen on h{receiver} (receiver): {e}"));
@@ -1493,7 +1456,7 @@ fn assemble(c: Collected<'_>) -> Result<Report, LabError> {
     // Summary.
     let goodputs: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
     let aggregate: f64 = goodputs.iter().sum();
-    let mtu = any.map_or(1024, |v| int(v, "mtu_bytes"));
+    let mtu = any.map_or(1024, |r| u64::from(r.mtu_bytes));
     // The bottleneck is the receiver's port, an access port: frames leave it untagged.
     let wire = wire_bytes_per_message(u64::from(args.size), mtu, false, args.ipv6);
     let capacity = speed_mbps as f64 * f64::from(args.size) / wire as f64;
@@ -1624,33 +1587,98 @@ mod tests {
         }
     }
 
-    /// A rocegen report with what the incast reads.
-    fn rocegen_report(role: &str, goodput_gbps: f64, pfc3: u64, retransmitted: u64) -> Value {
-        let mut priorities: Vec<Value> = (0..8)
-            .map(|p| {
-                serde_json::json!({"priority": p, "pfc_frames_rx": 0, "pfc_xoff_rx": 0,
-                                        "pfc_xon_rx": 0, "paused_ns": 0})
+    /// A rocegen report, as rocegen writes it (through its own types).
+    fn rocegen_report(
+        role: &str,
+        goodput_gbps: f64,
+        pfc3: u64,
+        retransmitted: u64,
+    ) -> RocegenReport {
+        use headroom_rocegen::report::{
+            BwRow, CountersReport, DriverStats, EndpointReport, PriorityReport, QpReport,
+        };
+        let mut priorities: Vec<PriorityReport> = (0..8)
+            .map(|p| PriorityReport {
+                priority: p,
+                ..PriorityReport::default()
             })
             .collect();
-        priorities[3] = serde_json::json!({"priority": 3, "pfc_frames_rx": pfc3,
-            "pfc_xoff_rx": pfc3 / 2, "pfc_xon_rx": pfc3 - pfc3 / 2, "paused_ns": 2_500_000});
-        serde_json::json!({
-            "role": role, "priority": 3, "mtu_bytes": 1024, "error": null,
-            "bw": [{"bw_average_gbit_per_sec": goodput_gbps, "iterations": 100}],
-            "counters": {"priorities": priorities, "retransmitted_packets": retransmitted,
-                "retransmission_timeouts": 0, "naks_received": 0, "cnps_received": 7,
-                "cnps_sent": 21, "ecn_ce_received": 21, "data_packets_sent": 6400,
-                "messages_delivered": 300, "out_of_sequence_packets": 0, "rx_ring_drops": 0},
-            "qp": [{"rate_cuts": 2, "min_rate_bps": 40_000_000}],
-            "driver": {"max_wake_lateness_ns": 3_000_000},
-        })
+        priorities[3] = PriorityReport {
+            priority: 3,
+            pfc_frames_rx: pfc3,
+            pfc_xoff_rx: pfc3 / 2,
+            pfc_xon_rx: pfc3 - pfc3 / 2,
+            paused_ns: 2_500_000,
+        };
+        let mut bw = BwRow::from_totals(65_536, 100, 1_000_000_000, 0.0);
+        bw.bw_average_gbit_per_sec = goodput_gbps;
+        let endpoint = EndpointReport {
+            mac: "02:68:68:00:00:01".into(),
+            ip: "10.0.0.1".into(),
+            qps: Vec::new(),
+        };
+        RocegenReport {
+            tool: "rocegen".into(),
+            version: "0".into(),
+            test: "write_bw".into(),
+            role: role.into(),
+            interface: "eth0".into(),
+            link_speed_bps: 100_000_000,
+            mtu_bytes: 1024,
+            qps: 1,
+            tclass: 12,
+            dscp: 3,
+            priority: 3,
+            vlan_id: None,
+            dcqcn: "nvidia".into(),
+            local: endpoint.clone(),
+            remote: vec![endpoint],
+            bw: vec![bw],
+            latency: Vec::new(),
+            counters: CountersReport {
+                priorities,
+                retransmitted_packets: retransmitted,
+                cnps_received: 7,
+                cnps_sent: 21,
+                ecn_ce_received: 21,
+                data_packets_sent: 6400,
+                messages_delivered: 300,
+                ..CountersReport::default()
+            },
+            qp: vec![QpReport {
+                index: 0,
+                local_qpn: 0x100,
+                remote_qpn: 0x200,
+                udp_sport: 49_152,
+                rate_bps: 90_000_000,
+                min_rate_bps: 40_000_000,
+                target_rate_bps: None,
+                alpha: None,
+                rate_cuts: 2,
+                cnps_handled: 7,
+                packets_sent: 6400,
+                packets_retransmitted: retransmitted,
+                timeouts: 0,
+                messages_completed: 100,
+                state: "ready".into(),
+                packets_accepted: 0,
+                out_of_sequence: 0,
+            }],
+            error: None,
+            peer: None,
+            peers: Vec::new(),
+            driver: Some(DriverStats {
+                max_wake_lateness_ns: 3_000_000,
+                ..DriverStats::default()
+            }),
+        }
     }
 
     fn collected<'a>(
         args: &'a IncastArgs,
         spec: &'a LabSpec,
         config: &'a headroom_config::Config,
-        reports: Vec<Option<Value>>,
+        reports: Vec<Option<RocegenReport>>,
         switch: SwitchCounters,
     ) -> Collected<'a> {
         Collected {
@@ -1765,22 +1793,99 @@ mod tests {
         assert_eq!(r.summary.retransmitted_packets, 3);
         assert!(r.to_text().contains("MISMATCH") && r.to_text().contains("LOSSES"));
 
-        // A report from another rocegen (a field missing) is an error, not a silent zero.
-        let mut old = rocegen_report("client", 0.045, 10, 0);
-        old["counters"]
-            .as_object_mut()
-            .unwrap()
-            .remove("rx_ring_drops");
+        // What the report prints: the setup, each flow, the verdicts.
+        let r = assemble(collected(
+            &args,
+            &spec,
+            &config,
+            vec![
+                Some(rocegen_report("server", 0.09, 0, 0)),
+                Some(rocegen_report("client", 0.045, 10, 0)),
+                Some(rocegen_report("client", 0.045, 12, 0)),
+            ],
+            switch(),
+        ))
+        .unwrap();
+        let text = r.to_text();
+        assert!(
+            text.starts_with(
+                "headroom lab incast: 2 sender(s) -> h2 through lab \"t\" at 100 Mb/s\n"
+            ),
+            "{text}"
+        );
+        let flow_rows: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                let l = l.trim_start();
+                l.starts_with("h0 ") || l.starts_with("h1 ")
+            })
+            .collect();
+        assert_eq!(flow_rows.len(), 2, "{text}");
+        assert!(flow_rows[0].contains("Ethernet0") && flow_rows[0].contains("45.00"));
+        assert!(text.contains("Goodput 90.00 Mb/s"), "{text}");
+        assert!(text.contains("PFC: the switch sent 22 frames, the senders received 22"));
+        assert!(text.contains("0 retransmissions: lossless"), "{text}");
+        assert!(text.contains("Bottleneck queue (Ethernet2 queue 3): max 900,000 B"));
+    }
+
+    #[test]
+    fn a_rocegen_report_from_another_version_is_an_error_that_names_the_field() {
+        let good = serde_json::to_string(&rocegen_report("client", 0.045, 10, 0)).unwrap();
+        let read = read_rocegen_report("rocegen on h0", "exit status: 0", &good, "").unwrap();
+        assert_eq!(read.counters.priorities[3].pfc_frames_rx, 10);
+        // Renamed: rx_ring_drops became rx_kernel_drops.
+        let mut renamed = serde_json::to_value(rocegen_report("client", 0.045, 10, 0)).unwrap();
+        let counters = renamed["counters"].as_object_mut().unwrap();
+        let v = counters.remove("rx_ring_drops").unwrap();
+        counters.insert("rx_kernel_drops".into(), v);
+        let e = read_rocegen_report("rocegen on h0", "exit status: 0", &renamed.to_string(), "")
+            .unwrap_err();
+        assert!(
+            e.starts_with(
+                "rocegen on h0: its report does not read (exit status: 0): at counters: missing \
+                 field `rx_ring_drops`"
+            ),
+            "{e}"
+        );
+        // Nothing printed: the stderr says why.
+        let e =
+            read_rocegen_report("rocegen on h1", "exit status: 1", " \n", "no route").unwrap_err();
+        assert_eq!(
+            e,
+            "rocegen on h1 printed no report (exit status: 1):\nno route"
+        );
+        // A report that reads but lacks what the incast needs is an error too, and that flow
+        // has no numbers (not zeros taken for measurements).
+        let mut short = rocegen_report("client", 0.045, 10, 0);
+        short.counters.priorities.truncate(3);
+        assert_eq!(
+            report_shape_error(&short).as_deref(),
+            Some("its report has no counters.priorities entry for priority 3")
+        );
+        use clap::Parser as _;
+        let args = Cli::parse_from(["incast", "--senders", "2", "--ecn", "off"]).args;
+        let mut spec = LabSpec::new("t", 3, "100M");
+        spec.ecn_enabled = false;
+        let (config, _) = headroom_config::parse(&spec.config_toml(), "t").unwrap();
         let reports = vec![
             Some(rocegen_report("server", 0.09, 0, 0)),
-            Some(old),
+            Some(short),
             Some(rocegen_report("client", 0.045, 12, 0)),
         ];
-        let r = assemble(collected(&args, &spec, &config, reports, switch())).unwrap();
+        let r = assemble(collected(
+            &args,
+            &spec,
+            &config,
+            reports,
+            SwitchCounters::default(),
+        ))
+        .unwrap();
         assert_eq!(
             r.errors,
-            ["rocegen on h0: its report has no counters.rx_ring_drops"]
+            ["rocegen on h0: its report has no counters.priorities entry for priority 3"]
         );
+        assert_eq!(r.flows[0].error.as_deref(), Some("no report"));
+        assert!(!r.flows[0].pfc_agree);
     }
 
     #[test]
