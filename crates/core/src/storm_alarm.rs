@@ -4,7 +4,7 @@
 //!
 //! It runs on the ingress side that receives the port. A window is counted as PFC frames
 //! arrive; the end of an episode is found either by the next frame (its window ended quiet) or,
-//! when no frame comes, by [`StormAlarm::roll`] at the deadline [`StormAlarm::poll_timeout`]
+//! when no frame comes, by `StormAlarm::roll` at the deadline `StormAlarm::poll_timeout`
 //! names, so the driver needs no fallback tick.
 
 use crate::events::{Event, EventLog};
