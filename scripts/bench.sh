@@ -238,11 +238,14 @@ dpdk_cleanup() {
     [ -n "$dpdk_tmp" ] && rm -rf "$dpdk_tmp"
 }
 
-# The release test executable holding the net_null benchmarks (crates/runtime/tests/dpdk_null.rs).
+# The release test executable of one net_null benchmark: `dpdk_null_exe headroom-runtime
+# dpdk_null` (the full switch, crates/runtime/tests/dpdk_null.rs) or `dpdk_null_exe headroom-dpdk
+# null_io` (the DPDK backend alone, crates/dpdk/tests/null_io.rs).
 dpdk_null_exe() {
-    cargo test --release -p headroom-runtime --features dpdk --test dpdk_null --no-run \
+    local crate=$1 test=$2
+    cargo test --release -p "$crate" --features dpdk --test "$test" --no-run \
         --message-format=json 2>/dev/null |
-        jq -r 'select(.reason == "compiler-artifact" and .target.name == "dpdk_null" and .executable != null) | .executable' |
+        jq -r --arg t "$test" 'select(.reason == "compiler-artifact" and .target.name == $t and .executable != null) | .executable' |
         tail -n1
 }
 
@@ -283,12 +286,14 @@ dpdk_testpmd_null() {
 
 dpdk_null() {
     say "dpdk/null: net_null0 <-> net_null1, one forwarding lcore on CPU $dpdk_cpu, 64 B, $dpdk_seconds s per measurement"
-    local exe
-    exe=$(dpdk_null_exe)
-    [ -x "$exe" ] || { echo "scripts/bench.sh: could not build the net_null benchmark" >&2; exit 1; }
+    local exe io_exe
+    exe=$(dpdk_null_exe headroom-runtime dpdk_null)
+    io_exe=$(dpdk_null_exe headroom-dpdk null_io)
+    [ -x "$exe" ] && [ -x "$io_exe" ] || { echo "scripts/bench.sh: could not build the net_null benchmarks" >&2; exit 1; }
     echo "headroom: the full switch (SONiC defaults: AZURE maps, PFC 3-4 with headroom, ECN on 3-4,"
     echo "PFC watchdog, buffer accounting), each frame a RoCEv2 DSCP 3 ECT(0) frame flooded to the"
-    echo "other port (crates/runtime/tests/dpdk_null.rs); io: the DPDK backend alone (no switch)."
+    echo "other port (crates/runtime/tests/dpdk_null.rs); io: the DPDK backend alone, no switch"
+    echo "(crates/dpdk/tests/null_io.rs)."
     printf '%-4s %-9s %-13s %10s %12s %7s %7s\n' run what "" "Mpps/dir" "Mpps/dir/CPUs" "CPU" load
     local run line what
     declare -A per_cpu
@@ -297,7 +302,7 @@ dpdk_null() {
             case $what in
                 testpmd) line=$(dpdk_testpmd_null) ;;
                 headroom) line=$(BENCH_CPU=$dpdk_cpu BENCH_SECONDS=$dpdk_seconds "$exe" --ignored --exact null_forwarding_rate --nocapture 2>/dev/null | grep '^RESULT') ;;
-                io) line=$(BENCH_CPU=$dpdk_cpu BENCH_SECONDS=$dpdk_seconds "$exe" --ignored --exact null_io_rate --nocapture 2>/dev/null | grep '^RESULT') ;;
+                io) line=$(BENCH_CPU=$dpdk_cpu BENCH_SECONDS=$dpdk_seconds "$io_exe" --ignored --exact null_io_rate --nocapture 2>/dev/null | grep '^RESULT') ;;
             esac
             [ -n "$line" ] || { echo "scripts/bench.sh: the $what measurement failed" >&2; exit 1; }
             per_cpu[$what]=$(dpdk_field per_direction_mpps_per_cpu_s "$line")

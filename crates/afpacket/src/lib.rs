@@ -29,8 +29,11 @@
 //!
 //! Offloads: see [`offload`] for why TSO/GSO/GRO/TX checksum must be off on veth labs.
 //!
+//! [`AfPacketBackend`] opens ports by interface name for the runtime (headroom-io's `Backend`).
+//!
 //! Needs `CAP_NET_RAW` (and `CAP_NET_ADMIN` for [`offload::disable_offloads`]).
 
+mod backend;
 pub mod lab;
 pub mod offload;
 mod port;
@@ -38,6 +41,7 @@ mod ring;
 mod stats;
 mod sys;
 
+pub use backend::AfPacketBackend;
 pub use port::{AfPacketConfig, AfPacketError, AfPacketPort, AfPacketRx, AfPacketTx, RingVersion};
 pub use stats::{AfPacketStats, AfPacketStatsHandle};
 

@@ -2,15 +2,17 @@
 
 use crate::check::{load, EXIT_BAD_INPUT};
 use crate::logging;
+use headroom_afpacket::AfPacketBackend;
 use headroom_afpacket::AfPacketConfig;
 use headroom_config::{Config, Driver, LogFormat};
 use headroom_core::shared::Shared;
 use headroom_core::types::PRIORITY_COUNT;
-use headroom_io::pool::{FramePool, PoolConfig};
-use headroom_runtime::backend::{AfPacketBackend, Backend, MemoryBackend};
+use headroom_io::pool::FramePool;
+use headroom_io::{pool_is_full, Backend, MemoryBackend};
+use headroom_runtime::backends::frame_pool_config;
 use headroom_runtime::control::{ControlAction, ControlPlane};
 use headroom_runtime::fault::{log_fault_stats, FaultBackend, PortFaultStats};
-use headroom_runtime::{plan, pool_is_full, start, Running};
+use headroom_runtime::{start, Running, RuntimeSpec};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,14 +29,11 @@ enum AnyBackend {
     AfPacket(AfPacketBackend),
     Memory(MemoryBackend),
     #[cfg(feature = "dpdk")]
-    Dpdk(Box<headroom_runtime::dpdk::DpdkBackend>),
+    Dpdk(Box<headroom_dpdk::DpdkBackend>),
 }
 
 fn backend_for(config: &Config) -> Result<AnyBackend, String> {
-    let pool = || {
-        FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(config)))
-            .map_err(|e| e.to_string())
-    };
+    let pool = || FramePool::new(frame_pool_config(config)).map_err(|e| e.to_string());
     match config.switch.driver {
         Driver::AfPacket => Ok(AnyBackend::AfPacket(AfPacketBackend::new(
             pool()?,
@@ -43,7 +42,8 @@ fn backend_for(config: &Config) -> Result<AnyBackend, String> {
         ))),
         Driver::Memory => Ok(AnyBackend::Memory(MemoryBackend::new(pool()?, 1024))),
         #[cfg(feature = "dpdk")]
-        Driver::Dpdk => headroom_runtime::dpdk::DpdkBackend::from_config(config)
+        Driver::Dpdk => headroom_runtime::backends::dpdk_settings(config)
+            .and_then(headroom_dpdk::DpdkBackend::new)
             .map(|b| AnyBackend::Dpdk(Box::new(b)))
             .map_err(|e| e.to_string()),
         #[cfg(not(feature = "dpdk"))]
@@ -63,7 +63,7 @@ fn start_any(
     backend: &mut AnyBackend,
     capture_flags: Vec<u8>,
 ) -> Result<Started, String> {
-    let mut spec = plan::runtime_spec(config);
+    let mut spec = RuntimeSpec::for_config(config).map_err(|e| e.to_string())?;
     spec.capture_flags = capture_flags;
     match backend {
         AnyBackend::AfPacket(b) => start_with_faults(spec, b, config),
@@ -75,7 +75,7 @@ fn start_any(
 
 /// Starts on `backend`, through fault injectors when the configuration asks for them.
 fn start_with_faults<B: Backend>(
-    spec: headroom_runtime::RuntimeSpec,
+    spec: RuntimeSpec,
     backend: &mut B,
     config: &Config,
 ) -> Result<Started, String> {
@@ -306,7 +306,9 @@ fn restart(
     match backend {
         #[cfg(feature = "dpdk")]
         AnyBackend::Dpdk(b) if config.switch.driver == Driver::Dpdk => {
-            b.reconfigure_from(config).map_err(|e| e.to_string())?;
+            headroom_runtime::backends::dpdk_settings(config)
+                .and_then(|settings| b.reconfigure(settings))
+                .map_err(|e| e.to_string())?;
         }
         _ => *backend = backend_for(config)?,
     }

@@ -5,8 +5,10 @@
 //! `PFC_WD`) written as TOML, plus `[lldp]` (the LLDP/DCBX agent); docs/config.md describes every key. [`load`] / [`parse`] return a
 //! fully resolved [`Config`]: defaults applied, names resolved, ranges expanded, PG headroom
 //! computed with SONiC's formula ([`compute_headroom`]), and cross-checked. Every error names the
-//! file, line, column and dotted key. [`derived`] gives the per-PG thresholds an operator reads
-//! (`headroom check`).
+//! file, line, column and dotted key. [`Config::switch_params`] gives the core's parameters
+//! (`headroom_core::params`) of a resolved configuration: every value that would not fit the
+//! core's types is refused here, with its key, never clamped. [`derived`] gives the per-PG
+//! thresholds an operator reads (`headroom check`).
 #![forbid(unsafe_code)]
 
 mod defaults;
@@ -14,6 +16,7 @@ mod derived;
 mod error;
 mod headroom;
 mod model;
+mod params;
 mod resolve;
 mod schema;
 pub mod sonic;
@@ -34,23 +37,54 @@ pub use model::{
     Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode, Trust, Vlan,
     WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
+pub use params::{
+    fdb_aging_ns, FDB_CAPACITY, FRAME_POOL_FRAMES_MAX, FRAME_POOL_FRAMES_MIN, MAX_POOLS, MAX_PORTS,
+    QUEUE_RING_FRAMES_MAX,
+};
 pub use resolve::lossless_profile_name;
 
 use error::{location_of, Diagnostics, SpanIndex};
 
 /// What parsing needs to know about the machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseOptions {
-    /// CPUs the process may use; `runtime.lcore.cpu` must be below this.
-    pub cpu_count: usize,
+    /// CPUs this process may run on (its affinity mask, as `taskset` or a container's cpuset
+    /// leave it): `runtime.lcore.cpu` must be one of them, and without a lcore table the one
+    /// lcore takes the lowest.
+    pub allowed_cpus: Vec<usize>,
+}
+
+impl ParseOptions {
+    /// Options for a process allowed on `cpus` (tests inject a mask this way).
+    #[must_use]
+    pub fn with_allowed_cpus(cpus: impl IntoIterator<Item = usize>) -> Self {
+        let mut allowed_cpus: Vec<usize> = cpus.into_iter().collect();
+        allowed_cpus.sort_unstable();
+        allowed_cpus.dedup();
+        Self { allowed_cpus }
+    }
 }
 
 impl Default for ParseOptions {
-    /// The CPUs this process may run on (`std::thread::available_parallelism`, 1 if unknown).
+    /// The CPUs in the calling thread's affinity mask (`sched_getaffinity`, which `taskset` and
+    /// cgroup cpusets set for the whole process); CPUs `0..available_parallelism` if the mask
+    /// cannot be read.
     fn default() -> Self {
-        Self {
-            cpu_count: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        Self::with_allowed_cpus(allowed_cpus())
+    }
+}
+
+/// The CPUs this thread may run on, ascending (see [`ParseOptions::default`]).
+#[must_use]
+pub fn allowed_cpus() -> Vec<usize> {
+    match core_affinity::get_core_ids() {
+        Some(ids) if !ids.is_empty() => {
+            let mut cpus: Vec<usize> = ids.into_iter().map(|c| c.id).collect();
+            cpus.sort_unstable();
+            cpus
         }
+        _ => (0..std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+            .collect(),
     }
 }
 
@@ -180,7 +214,7 @@ pub fn parse_with(
         &raw,
         &mut diagnostics,
         resolve::Environment {
-            cpu_count: options.cpu_count,
+            allowed_cpus: &options.allowed_cpus,
         },
     );
     match config {

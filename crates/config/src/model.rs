@@ -7,6 +7,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use headroom_core::types::PortId;
+
 use crate::headroom::{HeadroomConstants, HeadroomValues};
 
 /// Priorities, traffic classes, priority groups and queues per port.
@@ -670,12 +672,12 @@ pub enum Polling {
 /// One dataplane thread pinned to one CPU.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lcore {
-    /// CPU id the thread is pinned to.
-    pub cpu: u32,
-    /// Ports (indexes into [`Config::ports`]) whose RX this thread polls.
-    pub rx_ports: Vec<usize>,
+    /// CPU id the thread is pinned to (one of the process's affinity mask).
+    pub cpu: usize,
+    /// Ports (the core's ids: indexes into [`Config::ports`]) whose RX this thread polls.
+    pub rx_ports: Vec<PortId>,
     /// Ports whose TX (queues, scheduler, shaper) this thread serves.
-    pub tx_ports: Vec<usize>,
+    pub tx_ports: Vec<PortId>,
 }
 
 /// `[runtime]`.

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use headroom_core::types::PortId;
 use indexmap::IndexMap;
 
 use crate::defaults::{self as def, AZURE};
@@ -18,6 +19,7 @@ use crate::model::{
     Queue, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode,
     Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
+use crate::params::{MAX_POOLS, MAX_PORTS};
 use crate::schema::{
     IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
     RawLogLevel, RawPfcWdAction, RawPolling, RawPoolMode, RawPoolType, RawPort, RawPortPfcWd,
@@ -30,9 +32,10 @@ use crate::values::{
 
 /// Inputs of resolution that do not come from the file.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Environment {
-    /// CPUs the process may run on (lcore `cpu` must be below this).
-    pub cpu_count: usize,
+pub(crate) struct Environment<'e> {
+    /// CPUs the process may run on (its affinity mask), ascending: every lcore `cpu` must be
+    /// one of them, and the default lcore takes the first.
+    pub allowed_cpus: &'e [usize],
 }
 
 /// A profile before it is bound to a port.
@@ -113,7 +116,7 @@ struct Resolver<'r, 'd> {
 pub(crate) fn resolve(
     raw: &RawConfig,
     d: &mut Diagnostics<'_>,
-    environment: Environment,
+    environment: Environment<'_>,
 ) -> Option<Config> {
     let mut resolver = Resolver {
         raw,
@@ -125,6 +128,34 @@ pub(crate) fn resolve(
         config
     } else {
         None
+    }
+}
+
+/// CPUs as `taskset -c` and `/proc/*/status` write them: ascending ranges, `0-3,6`.
+pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        out.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    if out.is_empty() {
+        "none".to_owned()
+    } else {
+        out.join(",")
     }
 }
 
@@ -183,8 +214,25 @@ impl Resolver<'_, '_> {
         }
     }
 
-    fn run(&mut self, environment: Environment) -> Option<Config> {
+    fn run(&mut self, environment: Environment<'_>) -> Option<Config> {
         let raw = self.raw;
+        if raw.port.len() > MAX_PORTS {
+            // Checked before anything else: every port id below fits the core's 16-bit PortId,
+            // and nothing per port is worth reporting for a file this far out.
+            let key = raw
+                .port
+                .keys()
+                .nth(MAX_PORTS)
+                .map_or_else(|| "port".to_owned(), |name| port_path(name));
+            self.d.error_at_key(
+                &key,
+                format!(
+                    "{} ports: at most {MAX_PORTS} (the core numbers ports with 16 bits)",
+                    raw.port.len()
+                ),
+            );
+            return None;
+        }
         let switch = self.switch();
         let lldp = self.lldp(&switch);
         let pfcwd = self.pfcwd_global();
@@ -260,7 +308,24 @@ impl Resolver<'_, '_> {
             return None;
         }
         let (pools, ports) = drop_unused_builtin_pools(pools, ports);
-        Some(Config {
+        if pools.len() > MAX_POOLS {
+            // User pools come first, so the first pool beyond the limit is the user's unless
+            // the built-ins in use pushed the count over.
+            let key = self.raw.buffer_pool.keys().nth(MAX_POOLS).map_or_else(
+                || "buffer_pool".to_owned(),
+                |name| join_key("buffer_pool", name),
+            );
+            self.d.error_at_key(
+                &key,
+                format!(
+                    "{} buffer pools (built-in pools in use included): at most {MAX_POOLS} (the \
+                     core numbers pools with one byte)",
+                    pools.len()
+                ),
+            );
+            return None;
+        }
+        let config = Config {
             file: self.d.file.to_owned(),
             switch,
             headroom_calc,
@@ -272,7 +337,20 @@ impl Resolver<'_, '_> {
             lldp,
             fdb_static,
             testing,
-        })
+        };
+        // Every check the core makes has a keyed counterpart above; this only guards against
+        // one of them going missing (an accepted file the core would refuse at start).
+        if let Err(e) = config.switch_params().and_then(|p| p.validate()) {
+            self.d.error(
+                "",
+                format!(
+                    "the dataplane core refuses this configuration ({e}), which headroom-config \
+                     should have caught with its key: please report it"
+                ),
+            );
+            return None;
+        }
+        Some(config)
     }
 
     /// `[[fdb.static]]`: each entry's MAC unicast, its port one of the ports, its VLAN (default:
@@ -2386,15 +2464,24 @@ impl Resolver<'_, '_> {
         }
     }
 
-    fn runtime(&mut self, switch: &Switch, environment: Environment) -> Runtime {
+    fn runtime(&mut self, switch: &Switch, environment: Environment<'_>) -> Runtime {
         let raw = &self.raw.runtime;
         let port_names: Vec<&String> = self.raw.port.keys().collect();
+        // `run` refused more than MAX_PORTS ports: every index fits the core's 16-bit PortId.
+        // Were that check ever lost, the port would be reported here, not renumbered.
+        let port_id = |index: usize| u16::try_from(index).ok().map(PortId);
         let lcores = match &raw.lcore {
-            None => vec![Lcore {
-                cpu: 0,
-                rx_ports: (0..port_names.len()).collect(),
-                tx_ports: (0..port_names.len()).collect(),
-            }],
+            None => {
+                let all: Vec<PortId> = (0..port_names.len()).filter_map(port_id).collect();
+                // The first CPU this process may run on (the mask is never empty: the process
+                // runs on one of its CPUs).
+                let cpu = environment.allowed_cpus.first().copied().unwrap_or(0);
+                vec![Lcore {
+                    cpu,
+                    rx_ports: all.clone(),
+                    tx_ports: all,
+                }]
+            }
             Some(raw_lcores) => {
                 if raw_lcores.is_empty() {
                     self.d
@@ -2407,13 +2494,16 @@ impl Resolver<'_, '_> {
                 for (i, raw_lcore) in raw_lcores.iter().enumerate() {
                     let lcore_path = format!("runtime.lcore[{i}]");
                     let cpu_path = join_key(&lcore_path, "cpu");
-                    let max_cpu = i64::try_from(environment.cpu_count).unwrap_or(i64::MAX) - 1;
-                    if raw_lcore.cpu < 0 || raw_lcore.cpu > max_cpu {
+                    let allowed = usize::try_from(raw_lcore.cpu)
+                        .ok()
+                        .filter(|cpu| environment.allowed_cpus.contains(cpu));
+                    if allowed.is_none() {
                         self.d.error(
                             &cpu_path,
                             format!(
-                                "CPU {} does not exist: this machine has CPUs 0..={max_cpu}",
-                                raw_lcore.cpu
+                                "CPU {} is not in this process's affinity mask (allowed: {})",
+                                raw_lcore.cpu,
+                                cpu_list(environment.allowed_cpus)
                             ),
                         );
                     } else if cpus_seen.contains(&raw_lcore.cpu) {
@@ -2424,7 +2514,9 @@ impl Resolver<'_, '_> {
                     }
                     cpus_seen.push(raw_lcore.cpu);
                     let mut lcore = Lcore {
-                        cpu: u32::try_from(raw_lcore.cpu).unwrap_or(0),
+                        // An error was recorded above when the CPU is not allowed; the
+                        // configuration is refused then, so this 0 is never used.
+                        cpu: allowed.unwrap_or(0),
                         rx_ports: Vec::new(),
                         tx_ports: Vec::new(),
                     };
@@ -2459,7 +2551,10 @@ impl Resolver<'_, '_> {
                                 continue;
                             }
                             owners[port_index] = Some(i);
-                            list.push(port_index);
+                            match port_id(port_index) {
+                                Some(id) => list.push(id),
+                                None => self.d.error(&element_path, "port id beyond 16 bits"),
+                            }
                         }
                     }
                     lcores.push(lcore);

@@ -9,6 +9,7 @@ use headroom_config::{
     derived, Driver, EcnMode, LogFormat, PfcWdAction, Polling, PoolDirection, PriorityBits,
     SchedulerKind, Threshold, ThresholdMode, Trust, Vlan,
 };
+use headroom_core::types::PortId;
 
 #[test]
 fn switch_defaults() {
@@ -172,8 +173,8 @@ fn runtime_and_dpdk_defaults() {
     ));
     assert_eq!(config.runtime.lcores.len(), 1);
     assert_eq!(config.runtime.lcores[0].cpu, 0);
-    assert_eq!(config.runtime.lcores[0].rx_ports, [0, 1]);
-    assert_eq!(config.runtime.lcores[0].tx_ports, [0, 1]);
+    assert_eq!(config.runtime.lcores[0].rx_ports, [PortId(0), PortId(1)]);
+    assert_eq!(config.runtime.lcores[0].tx_ports, [PortId(0), PortId(1)]);
     assert_eq!(config.runtime.polling, Polling::Adaptive);
     assert_eq!(config.runtime.burst_size, 32);
     assert_eq!(

@@ -1,7 +1,7 @@
 //! Every validation error names file, line, column, key and reason; warnings likewise.
 mod common;
 
-use common::{assert_has, assert_has_prefix, errors, ok, parse, warnings, PORT};
+use common::{assert_has, assert_has_prefix, errors, ok, parse, parse_on, warnings, PORT};
 
 // ---- syntax and schema -------------------------------------------------------------------------
 
@@ -825,14 +825,115 @@ fn two_ports() -> String {
 }
 
 #[test]
-fn lcore_on_a_cpu_that_does_not_exist() {
+fn lcore_on_a_cpu_outside_the_affinity_mask() {
     let text = format!(
         "{}[[runtime.lcore]]\ncpu = 7\nrx_ports = [\"Ethernet0\", \"Ethernet4\"]\ntx_ports = [\"Ethernet0\", \"Ethernet4\"]\n",
         two_ports()
     );
     assert_has(
         &errors(&text),
-        "t.toml:8:7: runtime.lcore[0].cpu: CPU 7 does not exist: this machine has CPUs 0..=3",
+        "t.toml:8:7: runtime.lcore[0].cpu: CPU 7 is not in this process's affinity mask (allowed: 0-3)",
+    );
+    let negative = text.replace("cpu = 7", "cpu = -1");
+    assert_has(
+        &errors(&negative),
+        "t.toml:8:7: runtime.lcore[0].cpu: CPU -1 is not in this process's affinity mask (allowed: 0-3)",
+    );
+}
+
+/// Under `taskset -c 1` (or a cpuset of CPU 1): CPU 1 is accepted, CPU 0 refused naming the
+/// allowed set, and the default lcore goes on CPU 1.
+#[test]
+fn lcore_cpus_follow_an_affinity_mask_that_excludes_cpu_0() {
+    let on_cpu = |cpu: i64| {
+        format!(
+            "{}[[runtime.lcore]]\ncpu = {cpu}\nrx_ports = [\"Ethernet0\", \"Ethernet4\"]\ntx_ports = [\"Ethernet0\", \"Ethernet4\"]\n",
+            two_ports()
+        )
+    };
+    let (config, _) = parse_on(&on_cpu(1), &[1]).expect("CPU 1 is allowed");
+    assert_eq!(config.runtime.lcores[0].cpu, 1);
+    let refused: Vec<String> = parse_on(&on_cpu(0), &[1])
+        .expect_err("CPU 0 is outside the mask")
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        refused,
+        ["t.toml:8:7: runtime.lcore[0].cpu: CPU 0 is not in this process's affinity mask (allowed: 1)"]
+    );
+    let (config, _) = parse_on(&two_ports(), &[1]).expect("no lcore table");
+    assert_eq!(config.runtime.lcores.len(), 1);
+    assert_eq!(
+        config.runtime.lcores[0].cpu, 1,
+        "the default lcore on the first allowed CPU"
+    );
+    let (config, _) = parse_on(&two_ports(), &[5, 3, 6]).expect("no lcore table");
+    assert_eq!(config.runtime.lcores[0].cpu, 3);
+    let refused: Vec<String> = parse_on(&on_cpu(4), &[0, 1, 2, 5, 7, 8])
+        .expect_err("CPU 4 is outside the mask")
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        refused,
+        ["t.toml:8:7: runtime.lcore[0].cpu: CPU 4 is not in this process's affinity mask (allowed: 0-2,5,7-8)"]
+    );
+}
+
+// ---- what the core's types can hold -------------------------------------------------------------
+
+/// The core numbers pools with one byte: a 256th pool is refused at its key, not clamped onto
+/// pool 255 (as the runtime's translation once did).
+#[test]
+fn more_than_255_buffer_pools_are_refused_at_the_first_one_too_many() {
+    let pools = |n: usize| {
+        let mut text = String::from(PORT);
+        for i in 0..n {
+            text.push_str(&format!(
+                "[buffer_pool.p{i:03}]\ntype = \"ingress\"\nmode = \"dynamic\"\nsize = 100000\n"
+            ));
+        }
+        text
+    };
+    // 251 user pools and the 4 built-in ones in use: 255, the most there may be.
+    let (config, _) = ok(&pools(251));
+    assert_eq!(config.pools.len(), 255);
+    let params = config.switch_params().expect("255 pools fit");
+    assert_eq!(params.pools.len(), 255);
+    // The 256th user pool (p255) starts on line 4 + 4 x 255.
+    assert_eq!(
+        errors(&pools(256)),
+        [format!(
+            "t.toml:{}:14: buffer_pool.p255: 260 buffer pools (built-in pools in use included): at \
+             most 255 (the core numbers pools with one byte)",
+            4 + 4 * 255
+        )]
+    );
+    // 252 user pools: the built-ins in use push the count over; the error names the table.
+    assert_has_prefix(
+        &errors(&pools(252)),
+        "t.toml:4:2: buffer_pool: 256 buffer pools",
+    );
+}
+
+/// The core numbers ports with 16 bits: a 65 536th port is refused at its key.
+#[test]
+fn more_than_65535_ports_are_refused_at_the_first_one_too_many() {
+    let mut text =
+        String::from("[switch]\ndriver = \"memory\"\n[port_defaults]\nspeed = \"10G\"\n");
+    for i in 0..65_536 {
+        text.push_str(&format!("[port.p{i:05}]\ndevice = \"d{i}\"\n"));
+    }
+    assert_eq!(
+        errors(&text),
+        [format!(
+            "t.toml:{}:7: port.p65535: 65536 ports: at most 65535 (the core numbers ports with \
+             16 bits)",
+            5 + 2 * 65_535
+        )]
     );
 }
 

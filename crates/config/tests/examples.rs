@@ -1,15 +1,21 @@
 //! Every example configuration under config/ loads, and resolves to what its comments say.
 use std::path::PathBuf;
 
+use headroom_core::types::{PortId, PrioritySet};
+
 use headroom_config::{
     derived, load_with, Config, Driver, ParseOptions, Polling, PoolDirection, Threshold, Warning,
 };
+
+fn ports(ids: &[u16]) -> Vec<PortId> {
+    ids.iter().copied().map(PortId).collect()
+}
 
 fn example(name: &str) -> (Config, Vec<Warning>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../config")
         .join(name);
-    match load_with(&path, &ParseOptions { cpu_count: 4 }) {
+    match load_with(&path, &ParseOptions::with_allowed_cpus(0..4)) {
         Ok(result) => result,
         Err(errors) => panic!("{name} does not load:\n{errors}"),
     }
@@ -72,8 +78,8 @@ fn lab_is_four_1g_veths_on_one_lcore() {
     }
     assert_eq!(config.switch.ecn_seed, 42);
     assert_eq!(config.runtime.lcores.len(), 1);
-    assert_eq!(config.runtime.lcores[0].rx_ports, [0, 1, 2, 3]);
-    assert_eq!(config.runtime.lcores[0].tx_ports, [0, 1, 2, 3]);
+    assert_eq!(config.runtime.lcores[0].rx_ports, ports(&[0, 1, 2, 3]));
+    assert_eq!(config.runtime.lcores[0].tx_ports, ports(&[0, 1, 2, 3]));
     assert_eq!(config.runtime.polling, Polling::Adaptive);
     assert_eq!(
         config.runtime.control_socket,
@@ -148,7 +154,7 @@ fn dpdk_null_has_two_lcores_and_eal_args() {
     assert_eq!(config.dpdk.mempool_mbufs, 8191);
     assert_eq!(config.runtime.lcores.len(), 2);
     assert_eq!(config.runtime.lcores[1].cpu, 1);
-    assert_eq!(config.runtime.lcores[1].rx_ports, [1]);
+    assert_eq!(config.runtime.lcores[1].rx_ports, ports(&[1]));
     assert_eq!(config.runtime.polling, Polling::Busy);
 }
 
@@ -163,4 +169,77 @@ fn derived_renders_every_port_and_pool() {
     assert!(text.contains("pg_lossless_1000_5m_profile"));
     // The lossless PG row of the 1G port: headroom 61440 bytes = 240 cells of 256.
     assert!(text.contains("61440 (240)"), "{text}");
+}
+
+/// Every example gives the core parameters it accepts (`SwitchParams::validate`).
+#[test]
+fn every_example_gives_valid_core_parameters() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../config");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("config/ exists") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            let (config, _) = example(&name);
+            let params = config
+                .switch_params()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            params.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(params.ports.len(), config.ports.len());
+            assert_eq!(params.pools.len(), config.pools.len());
+            n += 1;
+        }
+    }
+    assert!(n >= 4);
+}
+
+#[test]
+fn fdb_aging_reaches_the_core_and_zero_means_never() {
+    let with = |extra: &str| {
+        let text =
+            format!("[switch]\n{extra}\n[port.Ethernet0]\ndevice = \"eth0\"\nspeed = \"10G\"\n");
+        let (config, _) = headroom_config::parse(&text, "t.toml").expect("loads");
+        config.switch_params().expect("params").fdb_aging_ns
+    };
+    assert_eq!(with(""), 300_000_000_000);
+    assert_eq!(with("fdb_aging_s = 5"), 5_000_000_000);
+    assert_eq!(with("fdb_aging_s = 0"), u64::MAX);
+}
+
+#[test]
+fn lab_config_gives_the_core_sonic_semantics() {
+    let (config, _) = example("lab.toml");
+    let p = config.switch_params().expect("params");
+    assert_eq!(p.ports.len(), 4);
+    let port = &p.ports[0];
+    assert_eq!(port.speed_bps, 1_000_000_000);
+    assert_eq!(port.pfc_enable, PrioritySet(0b1_1000));
+    assert!(port.pgs[3].is_lossless() && port.pgs[4].is_lossless() && !port.pgs[0].is_lossless());
+    assert_eq!(
+        port.pgs[3].xoff_bytes,
+        config.ports[0].priority_groups[3].profile.xoff_bytes
+    );
+    assert_eq!(
+        usize::from(port.pgs[3].pool.0),
+        config.ports[0].priority_groups[3].profile.pool_index
+    );
+    assert!(port.queues[3].wred.is_some_and(|w| w.ecn_mark));
+    assert_eq!(
+        port.watchdog.map(|w| w.detection_time_ns),
+        Some(200_000_000)
+    );
+    // The frame pool and queue rings derived from the buffer size, within their bounds.
+    let frames = config.frame_pool_frames();
+    assert!(
+        (headroom_config::FRAME_POOL_FRAMES_MIN..=headroom_config::FRAME_POOL_FRAMES_MAX)
+            .contains(&frames)
+    );
+    assert_eq!(
+        p.queue_ring_frames,
+        u32::try_from(frames.min(32_768)).expect("small")
+    );
 }

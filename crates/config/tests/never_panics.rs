@@ -4,7 +4,7 @@ use headroom_config::{parse_with, ParseOptions};
 use proptest::prelude::*;
 
 fn options() -> ParseOptions {
-    ParseOptions { cpu_count: 2 }
+    ParseOptions::with_allowed_cpus([0, 1])
 }
 
 const SECTIONS: &[&str] = &[

@@ -12,13 +12,11 @@ use crate::eal::Eal;
 use crate::error::DpdkError;
 use crate::mbuf::MbufFrame;
 
-/// DPDK's default mbuf data room: 2048 bytes of frame data after the 128-byte headroom
-/// (`RTE_MBUF_DEFAULT_BUF_SIZE`).
-pub const DEFAULT_DATA_ROOM_BYTES: u16 = sys::RTE_MBUF_DEFAULT_BUF_SIZE;
+pub use crate::settings::{DEFAULT_DATA_ROOM_BYTES, MBUF_HEADROOM_BYTES};
 
-/// Bytes reserved in front of the data of a freshly allocated or received mbuf
-/// (`RTE_PKTMBUF_HEADROOM`): room for [`headroom_core::frame::Frame::push_front`].
-pub const MBUF_HEADROOM_BYTES: u16 = sys::RTE_PKTMBUF_HEADROOM;
+// The plain copies in `settings` (compiled without DPDK) are DPDK's own values.
+const _: () = assert!(DEFAULT_DATA_ROOM_BYTES == sys::RTE_MBUF_DEFAULT_BUF_SIZE);
+const _: () = assert!(MBUF_HEADROOM_BYTES == sys::RTE_PKTMBUF_HEADROOM);
 
 /// Longest mempool name DPDK accepts (`RTE_MEMPOOL_NAMESIZE` - 1).
 pub const MEMPOOL_NAME_MAX_LEN: usize = 25;

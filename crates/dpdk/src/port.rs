@@ -16,9 +16,7 @@ use crate::error::DpdkError;
 use crate::mbuf::MbufFrame;
 use crate::mempool::Mempool;
 
-/// Bytes a frame may carry beyond the MTU without FCS: the Ethernet header (14) and one 802.1Q
-/// tag (4), which headroom's PFC classification relies on (IEEE 802.1Q clause 9).
-pub const FRAME_OVERHEAD_BYTES: u16 = 18;
+pub use crate::settings::FRAME_OVERHEAD_BYTES;
 
 /// RSS hash types requested when a port has several RX queues (IPv4/IPv6 addresses and
 /// TCP/UDP ports), masked with what the device supports. Values of `RTE_ETH_RSS_*` in

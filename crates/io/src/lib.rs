@@ -1,5 +1,6 @@
-//! Port backends' common ground: the traits every backend implements, and backend-independent
-//! pieces (preallocated frame pools, in-memory ports for tests and benchmarks, fault-injecting
+//! Port backends' common ground: the traits every backend implements ([`Backend`] opens ports,
+//! [`RxQueue`]/[`TxQueue`] are their halves), and backend-independent pieces (preallocated
+//! frame pools, in-memory ports and their backend for tests and benchmarks, fault-injecting
 //! wrappers for any port).
 //!
 //! A port is split into a receive half and a transmit half so that the runtime can poll them
@@ -8,11 +9,15 @@
 
 use headroom_core::frame::Frame;
 
+pub mod backend;
 pub mod fault;
 pub mod memory;
 pub mod pool;
 
-pub use memory::{Collector, InjectError, Injector, MemoryPort, MemoryRx, MemoryTx};
+pub use backend::{pool_is_full, Backend, BackendError, LinkReader, OpenedPort, StatsReader};
+pub use memory::{
+    Collector, InjectError, Injector, MemoryBackend, MemoryPort, MemoryRx, MemoryTap, MemoryTx,
+};
 pub use pool::{FramePool, PoolConfig, PoolFrame, PoolStats};
 
 /// Most frames moved by one `rx_burst` / `tx_burst` call (DPDK l2fwd's `MAX_PKT_BURST`).

@@ -9,13 +9,16 @@
 //! A test thread injects frames that the switch receives, and collects the frames the switch
 //! transmits. All four halves are `Send`, so each may live on its own thread. Frames come from
 //! one [`FramePool`], so a benchmark through memory ports exercises the same allocation path as
-//! the AF_PACKET backend.
+//! the AF_PACKET backend. A [`MemoryBackend`] opens such ports by device name, as the runtime
+//! opens any backend's, and keeps their test-side ends ([`MemoryTap`]).
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::pool::{FramePool, PoolFrame};
+use crate::backend::{Backend, BackendError, OpenedPort};
+use crate::pool::{FramePool, PoolFrame, PoolStats};
 use crate::{BackendStats, PortInfo, RxQueue, TxQueue};
 
 #[derive(Default)]
@@ -311,6 +314,84 @@ impl Collector {
     #[must_use]
     pub fn queued(&self) -> usize {
         self.ring.slots()
+    }
+}
+
+/// The test-side ends of an in-memory port opened by a [`MemoryBackend`].
+#[derive(Debug)]
+pub struct MemoryTap {
+    /// Puts frames into the port's receive side.
+    pub injector: Injector,
+    /// Takes what the port transmits.
+    pub collector: Collector,
+    /// The port's link state as the switch reads it (up when opened): a test pulls the cable
+    /// by storing `false`.
+    pub link_up: Arc<AtomicBool>,
+}
+
+/// In-memory ports, for tests and benchmarks: every `open` creates a port whose other ends
+/// ([`MemoryTap`]) are kept for the caller to take.
+#[derive(Debug)]
+pub struct MemoryBackend {
+    pool: FramePool,
+    ring_frames: usize,
+    taps: HashMap<String, MemoryTap>,
+    next_mac: u8,
+}
+
+impl MemoryBackend {
+    /// A backend whose ports share `pool`; each port's rings hold `ring_frames`.
+    #[must_use]
+    pub fn new(pool: FramePool, ring_frames: usize) -> Self {
+        Self {
+            pool,
+            ring_frames,
+            taps: HashMap::new(),
+            next_mac: 1,
+        }
+    }
+
+    /// The test-side ends of the port opened on `device`.
+    pub fn take_tap(&mut self, device: &str) -> Option<MemoryTap> {
+        self.taps.remove(device)
+    }
+}
+
+impl Backend for MemoryBackend {
+    type Frame = PoolFrame;
+    type Rx = MemoryRx;
+    type Tx = MemoryTx;
+
+    fn open(&mut self, device: &str) -> Result<OpenedPort<MemoryRx, MemoryTx>, BackendError> {
+        let info = PortInfo {
+            name: device.to_owned(),
+            mac: [0x02, 0x4d, 0x45, 0x4d, 0, self.next_mac],
+            max_frame_len: self.pool.data_room_bytes(),
+        };
+        self.next_mac = self.next_mac.wrapping_add(1);
+        let port = MemoryPort::new(info.clone(), self.pool.clone(), self.ring_frames);
+        let handle = port.stats_handle();
+        let (rx, tx, injector, collector) = port.split();
+        let link_up = Arc::new(AtomicBool::new(true));
+        self.taps.insert(
+            device.to_owned(),
+            MemoryTap {
+                injector,
+                collector,
+                link_up: Arc::clone(&link_up),
+            },
+        );
+        Ok(OpenedPort {
+            rx,
+            tx,
+            info,
+            stats: Arc::new(move || handle.stats()),
+            link: Arc::new(move || Some(link_up.load(Ordering::Relaxed))),
+        })
+    }
+
+    fn pool_stats(&self) -> Option<PoolStats> {
+        Some(self.pool.stats())
     }
 }
 

@@ -2,8 +2,8 @@
 //! another backend and wraps them in `headroom_io::fault`'s injectors (real time, the port's
 //! index as the generator's stream). Ports not listed get no wrapper at all.
 
-use crate::backend::{Backend, BackendError, OpenedPort};
 use headroom_config::Config;
+use headroom_io::backend::{Backend, BackendError, OpenedPort};
 use headroom_io::fault::{
     monotonic_clock, wrap_port, FaultClock, FaultConfig, FaultStats, FaultyRx, FaultyTx,
     FrameFaults,
@@ -127,7 +127,7 @@ impl<B: Backend> Backend for FaultBackend<'_, B> {
                 } else {
                     Some(false)
                 }
-            }) as crate::backend::LinkReader
+            }) as headroom_io::backend::LinkReader
         } else {
             opened.link
         };

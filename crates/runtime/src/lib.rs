@@ -1,25 +1,25 @@
 //! The runtime: runs the sans-IO core on real ports.
 //!
-//! [`start`] opens every port through a [`Backend`], builds one core step
-//! (`headroom_core::step::LcoreStep`) per lcore of the layout, and spawns one pinned thread per
-//! lcore running the poll loop of [`lcore`]. [`Running`] is the handle the control thread keeps: it reads counters, drains
-//! events into the log, and stops (drain, then join) on request.
+//! [`start`] opens every port through a [`Backend`] (headroom-io's trait; the backends own
+//! their life cycle in their crates), builds one core step (`headroom_core::step::LcoreStep`)
+//! per lcore of the layout, and spawns one pinned thread per lcore running the poll loop of
+//! [`lcore`]. [`Running`] is the handle the control thread keeps: it reads counters, drains
+//! events into the log, and stops (drain, then join) on request. [`RuntimeSpec::for_config`]
+//! says what a configuration runs (the core's parameters come from headroom-config itself);
+//! [`backends`] holds what the runtime gives each backend from a configuration.
 #![forbid(unsafe_code)]
 
 pub mod atomic_file;
-pub mod backend;
+pub mod backends;
 pub mod clock;
 pub mod control;
 pub mod control_frames;
-pub mod dpdk;
 pub mod fault;
 pub mod lcore;
 mod lcore_channel;
 pub mod mirror;
-pub mod plan;
 pub mod protocol;
 
-use backend::{Backend, BackendError, LinkReader, StatsReader};
 use clock::MonotonicClock;
 use control_frames::{InjectError, Injector, PuntReceiver, PuntRings, PUNT_RING_FRAMES};
 use headroom_core::events::Event;
@@ -29,7 +29,7 @@ use headroom_core::punt::PuntReason;
 use headroom_core::shared::{Layout, LcorePorts, Shared};
 use headroom_core::switch::build;
 use headroom_core::types::PortId;
-use headroom_io::pool::PoolStats;
+use headroom_io::backend::{Backend, BackendError, LinkReader, StatsReader};
 use lcore::{Lcore, LcoreCommand, LcoreReply, LcoreStats, Polling, TxPort};
 use mirror::{mirror_pair, CaptureControl, MirrorReader};
 use std::fmt;
@@ -71,6 +71,39 @@ pub struct RuntimeSpec {
 }
 
 impl RuntimeSpec {
+    /// What the runtime runs for a configuration: the core's parameters
+    /// ([`headroom_config::Config::switch_params`]), each port's device, the lcore table (every
+    /// lcore pinned to its CPU; a configuration without one has a single lcore on the first CPU
+    /// of the process's affinity mask), polling and burst size; 200 ms to drain at a stop.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Params`] for a configuration the core cannot take, which only a
+    /// hand-built [`headroom_config::Config`] can be (files are refused when parsed).
+    pub fn for_config(config: &headroom_config::Config) -> Result<Self, RuntimeError> {
+        Ok(Self {
+            params: config.switch_params().map_err(RuntimeError::Params)?,
+            devices: config.ports.iter().map(|p| p.device.clone()).collect(),
+            lcores: config
+                .runtime
+                .lcores
+                .iter()
+                .map(|l| LcoreSpec {
+                    cpu: Some(l.cpu),
+                    rx_ports: l.rx_ports.clone(),
+                    tx_ports: l.tx_ports.clone(),
+                })
+                .collect(),
+            polling: match config.runtime.polling {
+                headroom_config::Polling::Busy => Polling::Busy,
+                headroom_config::Polling::Adaptive => Polling::default(),
+            },
+            // `runtime.burst_size` is checked to be 1..=1024 when the file is resolved.
+            burst: usize::from(config.runtime.burst_size),
+            drain_timeout: Duration::from_millis(200),
+            capture_flags: Vec::new(),
+        })
+    }
+
     /// Every port on one lcore (run to completion), not pinned, adaptive polling.
     #[must_use]
     pub fn single_lcore(params: SwitchParams, devices: Vec<String>) -> Self {
@@ -510,12 +543,6 @@ pub fn log_event(shared: &Shared, event: &Event) {
     }
 }
 
-/// Checks, after a stop, that every frame buffer is back in the pool.
-#[must_use]
-pub fn pool_is_full(stats: Option<PoolStats>) -> bool {
-    stats.is_none_or(|s| s.available == s.capacity)
-}
-
 /// One entry per (VLAN, MAC) out of several MAC tables: the most recently seen wins.
 fn merge_fdb(entries: impl IntoIterator<Item = FdbEntry>) -> Vec<FdbEntry> {
     let mut newest: std::collections::HashMap<(u16, [u8; 6]), FdbEntry> =
@@ -537,7 +564,7 @@ fn merge_fdb(entries: impl IntoIterator<Item = FdbEntry>) -> Vec<FdbEntry> {
 
 #[cfg(test)]
 mod tests {
-    use super::merge_fdb;
+    use super::{merge_fdb, RuntimeSpec};
     use headroom_core::fdb::FdbEntry;
     use headroom_core::time::Instant;
     use headroom_core::types::PortId;
@@ -568,5 +595,32 @@ mod tests {
                 entry(2, 0xA, 3, 1)
             ]
         );
+    }
+
+    #[test]
+    fn every_example_config_builds_a_core() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                // Every CPU an example names, so that the lcore tables load on any machine.
+                let options = headroom_config::ParseOptions::with_allowed_cpus(0..64);
+                let (config, _) = headroom_config::load_with(&path, &options)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let spec = RuntimeSpec::for_config(&config)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert_eq!(spec.devices.len(), spec.params.ports.len());
+                assert_eq!(spec.lcores.len(), config.runtime.lcores.len());
+                let parts = headroom_core::switch::build::<headroom_core::frame::HeapFrame>(
+                    spec.params.clone(),
+                    spec.layout().unwrap(),
+                    Instant::ZERO,
+                );
+                assert!(parts.is_ok(), "{}: {:?}", path.display(), parts.err());
+                n += 1;
+            }
+        }
+        assert!(n >= 4);
     }
 }

@@ -6,7 +6,7 @@
 
 mod dpdk_common;
 
-use headroom_runtime::dpdk::LabVdev;
+use headroom_dpdk::lab::LabVdev;
 
 #[test]
 fn pfc_out_pfc_in_ecn_and_bad_input_on_af_packet_vdevs() {

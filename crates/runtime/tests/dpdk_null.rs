@@ -10,7 +10,8 @@
 //! `stamped_null_frames_are_forwarded_by_the_full_pipeline` checks this works (and that the pool
 //! is full after the stop). `null_forwarding_rate` is the benchmark behind `scripts/bench.sh
 //! dpdk` (ignored by default): it reports Mpps per direction from the switch's own counters over
-//! a fixed interval. One EAL for this file (one process).
+//! a fixed interval; the DPDK backend's own rate beside it (`null_io_rate`) is measured in
+//! crates/dpdk/tests/null_io.rs. One EAL for this file (one process).
 #![cfg(feature = "dpdk")]
 
 mod dpdk_common;
@@ -19,9 +20,10 @@ use dpdk_common::{eventually, udp_frame};
 use headroom_core::counters::DropReason;
 use headroom_core::time::Instant as CoreInstant;
 use headroom_core::types::PortId;
-use headroom_runtime::dpdk::DpdkBackend;
+use headroom_dpdk::DpdkBackend;
+use headroom_runtime::backends::dpdk_settings;
 use headroom_runtime::lcore::Polling;
-use headroom_runtime::{plan, start};
+use headroom_runtime::{start, RuntimeSpec};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -85,10 +87,11 @@ fn start_bench(cpu: usize) -> Bench {
     let prefix = format!("hr-rt-null-{}", std::process::id());
     let (config, _) = headroom_config::parse(&config_toml(cpu, &prefix), "bench.toml")
         .unwrap_or_else(|e| panic!("{e}"));
-    let mut backend = DpdkBackend::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
+    let mut backend = DpdkBackend::new(dpdk_settings(&config).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
     let stamped = backend.stamp_free_mbufs(&template());
     assert_eq!(stamped, 8191, "every mbuf stamped");
-    let mut spec = plan::runtime_spec(&config);
+    let mut spec = RuntimeSpec::for_config(&config).expect("spec");
     spec.polling = Polling::Busy;
     let running = start(spec, &mut backend).unwrap_or_else(|e| panic!("{e}"));
     Bench { running, backend }
@@ -230,74 +233,4 @@ fn null_forwarding_rate() {
         frames as f64 / iterations.max(1) as f64,
     );
     assert!(full && drops == 0);
-}
-
-/// The backend's own ceiling: the same two stamped net_null ports, opened through
-/// `DpdkBackend` (the queues lent to an lcore, registered with EAL on first use), forwarded
-/// port to port by a pinned thread with no switch in between (testpmd's io mode in Rust).
-/// Same environment variables and output as `null_forwarding_rate`.
-#[test]
-#[ignore = "benchmark: run by scripts/bench.sh dpdk (release build)"]
-fn null_io_rate() {
-    use headroom_io::{RxQueue, TxQueue, BURST_MAX};
-    use headroom_runtime::backend::Backend;
-    use std::sync::atomic::{AtomicBool, AtomicU64};
-    use std::sync::Arc;
-    let cpu: usize = env_or("BENCH_CPU", 1);
-    let seconds: f64 = env_or("BENCH_SECONDS", 5.0);
-    let prefix = format!("hr-rt-nullio-{}", std::process::id());
-    let (config, _) = headroom_config::parse(&config_toml(cpu, &prefix), "bench.toml")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut backend = DpdkBackend::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
-    let _ = backend.stamp_free_mbufs(&template());
-    let a = backend.open("net_null0").expect("open");
-    let b = backend.open("net_null1").expect("open");
-    let stop = Arc::new(AtomicBool::new(false));
-    let forwarded = Arc::new(AtomicU64::new(0));
-    let thread = {
-        let (stop, forwarded) = (Arc::clone(&stop), Arc::clone(&forwarded));
-        std::thread::Builder::new()
-            .name("headroom-io".into())
-            .spawn(move || {
-                core_affinity::set_for_current(core_affinity::CoreId { id: cpu });
-                let (mut rx0, mut tx0, mut rx1, mut tx1) = (a.rx, a.tx, b.rx, b.tx);
-                let mut burst = Vec::with_capacity(BURST_MAX);
-                let mut count = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    for (rx, tx) in [(&mut rx0, &mut tx1), (&mut rx1, &mut tx0)] {
-                        if rx.rx_burst(&mut burst, BURST_MAX) > 0 {
-                            count += tx.tx_burst(&mut burst) as u64;
-                            burst.clear();
-                        }
-                    }
-                    forwarded.store(count, Ordering::Relaxed);
-                }
-            })
-            .expect("thread")
-    };
-    std::thread::sleep(Duration::from_secs(1));
-    let sample = || {
-        (
-            forwarded.load(Ordering::Relaxed),
-            thread_cpu_ns("headroom-io"),
-            Instant::now(),
-        )
-    };
-    let before = sample();
-    std::thread::sleep(Duration::from_secs_f64(seconds));
-    let after = sample();
-    stop.store(true, Ordering::Relaxed);
-    thread.join().expect("io thread");
-    let elapsed = (after.2 - before.2).as_secs_f64();
-    let frames = after.0 - before.0;
-    let cpu_s = (after.1 - before.1) as f64 / 1e9;
-    let full = backend.close_ports().is_full();
-    println!(
-        "RESULT headroom_io per_direction_mpps={:.3} per_direction_mpps_per_cpu_s={:.3} \
-         cpu_share={:.2} pool_full={full} seconds={elapsed:.2}",
-        frames as f64 / 2.0 / elapsed / 1e6,
-        frames as f64 / 2.0 / cpu_s / 1e6,
-        cpu_s / elapsed,
-    );
-    assert!(full);
 }

@@ -1,9 +1,10 @@
 //! The runtime on DPDK ring ports, in process: a 3-port switch whose ports are
 //! `rte_eth_from_rings` cables to test-side DPDK ports. Frames are forwarded and learned, a
 //! congested lossless flow makes the switch send PFC XOFF (exact 802.1Qbb bytes) out of the
-//! source's port and XON after, the backend survives dataplane restarts with its ports kept
-//! open, its lcores are registered EAL lcores while they run, and after the last stop every
-//! mbuf is back in the pool. One EAL for this file (one process).
+//! source's port and XON after, the switch restarts on the ports the backend kept open, its
+//! lcores are registered EAL lcores while they run, and after the last stop every mbuf is back
+//! in the pool. The backend alone is tested in crates/dpdk/tests/backend.rs. One EAL for this
+//! file (one process).
 #![cfg(feature = "dpdk")]
 
 mod dpdk_common;
@@ -15,10 +16,10 @@ use headroom_core::frame::Frame;
 use headroom_core::params::{presets, SwitchParams, Threshold};
 use headroom_core::time::Instant as CoreInstant;
 use headroom_core::types::PortId;
+use headroom_dpdk::{DpdkBackend, DpdkSettings, DEFAULT_DATA_ROOM_BYTES};
 use headroom_dpdk::{DpdkPort, DpdkRxQueue, DpdkTxQueue, Eal, Mempool, PortConfig};
+use headroom_io::Backend;
 use headroom_io::TxQueue;
-use headroom_runtime::backend::Backend;
-use headroom_runtime::dpdk::{DpdkBackend, DpdkSettings, DpdkSetupError, DEFAULT_DATA_ROOM_BYTES};
 use headroom_runtime::{start, RuntimeSpec};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -227,7 +228,7 @@ fn forwards_learns_sends_pfc_and_returns_every_mbuf() {
 }
 
 #[test]
-fn restarts_reuse_the_open_ports_and_refuse_dpdk_changes() {
+fn restarts_reuse_the_open_ports() {
     let _serial = serial();
     let (mut rig, devices) = rig("rs");
     let device_refs: Vec<&str> = devices.iter().map(String::as_str).collect();
@@ -265,22 +266,8 @@ fn restarts_reuse_the_open_ports_and_refuse_dpdk_changes() {
             .reconfigure(settings.clone())
             .expect("same settings");
     }
-    let mut more_mbufs = settings.clone();
-    more_mbufs.mempool_mbufs += 1;
-    let refused = backend
-        .reconfigure(more_mbufs)
-        .expect_err("needs a restart");
-    assert!(
-        matches!(&refused, DpdkSetupError::NeedsRestart(why) if why.contains("mempool_mbufs")),
-        "{refused}"
-    );
-    assert!(
-        refused.to_string().contains("restart headroom"),
-        "{refused}"
-    );
-    let mut jumbo = settings.clone();
-    jumbo.mtu_by_device.insert(devices[0].clone(), 9000);
-    assert!(backend.reconfigure(jumbo).is_err());
+    // What the backend refuses to change without a restart is tested with the backend
+    // (crates/dpdk/tests/backend.rs); a smaller MTU it takes, and the next dataplane runs on it.
     // A smaller MTU is fine (the switch checks it; the port keeps its own).
     let mut small = settings.clone();
     small.mtu_by_device.insert(devices[0].clone(), 1000);
@@ -303,34 +290,21 @@ fn restarts_reuse_the_open_ports_and_refuse_dpdk_changes() {
 }
 
 #[test]
-fn bad_devices_and_oversized_pools_get_clear_errors() {
+fn a_missing_device_or_one_device_for_two_ports_is_refused_at_start() {
     let _serial = serial();
     let (_rig, devices) = rig("er");
-    // A pool that cannot fit in -m 256 without hugepages.
-    let too_big = DpdkBackend::new(settings(&[], 100_000)).expect_err("too large for -m");
-    let text = too_big.to_string();
-    assert!(
-        text.contains("mempool_mbufs = 100000") && text.contains("-m 256"),
-        "{text}"
-    );
     let mut backend = DpdkBackend::new(settings(&[], 1023)).unwrap_or_else(|e| panic!("{e}"));
-    let missing = backend.open("net_null9").expect_err("no such device");
+    let missing = start(
+        RuntimeSpec::single_lcore(presets::simple(1, 1_000_000_000), vec!["net_null9".into()]),
+        &mut backend,
+    )
+    .expect_err("no such device");
     assert!(missing.to_string().contains("net_null9"), "{missing}");
-    assert!(
-        missing.to_string().contains(&devices[0]),
-        "the error lists the ports that exist: {missing}"
-    );
-    // The same device for two ports.
     let spec = RuntimeSpec::single_lcore(
         presets::simple(2, 1_000_000_000),
         vec![devices[0].clone(), devices[0].clone()],
     );
     let twice = start(spec, &mut backend).expect_err("one device, two ports");
     assert!(twice.to_string().contains("in use"), "{twice}");
-    // Other EAL arguments in the same process are refused with the running ones named.
-    let mut other = settings(&[], 1023);
-    other.eal_args.push("--no-telemetry".into());
-    let refused = DpdkBackend::new(other).expect_err("EAL already runs");
-    assert!(refused.to_string().contains("eal_args"), "{refused}");
     assert!(backend.close_ports().is_full());
 }

@@ -5,10 +5,11 @@
 
 use etherparse::PacketBuilder;
 use headroom_core::types::PortId;
-use headroom_io::pool::{FramePool, PoolConfig};
-use headroom_runtime::backend::MemoryBackend;
+use headroom_io::pool::FramePool;
+use headroom_io::MemoryBackend;
+use headroom_runtime::backends::frame_pool_config;
 use headroom_runtime::fault::FaultBackend;
-use headroom_runtime::{plan, start};
+use headroom_runtime::{start, RuntimeSpec};
 use std::time::{Duration, Instant};
 
 const A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
@@ -43,10 +44,11 @@ fn received_frames_are_lost_to_counted_faults_or_accounted_by_the_switch() {
         "ports = [\"Ethernet0\"]\n[testing.fault_injection.rx]\ndrop_rate = 0.3\ncorrupt_rate = 0.1\n\
          duplicate_rate = 0.05\nreorder_rate = 0.05\ndelay_rate = 0.05\ndelay_max_us = 200\n",
     );
-    let pool = FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(&config))).unwrap();
+    let pool = FramePool::new(frame_pool_config(&config)).unwrap();
     let mut backend = MemoryBackend::new(pool, 1024);
     let mut faulty = FaultBackend::new(&mut backend, &config);
-    let running = start(plan::runtime_spec(&config), &mut faulty).expect("start");
+    let running =
+        start(RuntimeSpec::for_config(&config).expect("spec"), &mut faulty).expect("start");
     let stats = faulty.stats().to_vec();
     assert_eq!(stats.len(), 1, "only Ethernet0 has faults");
     assert_eq!(stats[0].port, "Ethernet0");
@@ -137,10 +139,11 @@ fn received_frames_are_lost_to_counted_faults_or_accounted_by_the_switch() {
 fn a_flapping_link_is_seen_down_and_loses_traffic_while_down() {
     let config =
         config("ports = [\"Ethernet4\"]\nlink_flaps_per_second = 20\nlink_down_ms = 100\n");
-    let pool = FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(&config))).unwrap();
+    let pool = FramePool::new(frame_pool_config(&config)).unwrap();
     let mut backend = MemoryBackend::new(pool, 1024);
     let mut faulty = FaultBackend::new(&mut backend, &config);
-    let running = start(plan::runtime_spec(&config), &mut faulty).expect("start");
+    let running =
+        start(RuntimeSpec::for_config(&config).expect("spec"), &mut faulty).expect("start");
     let stats = faulty.stats().to_vec();
     let mut tap1 = backend.take_tap("m1").unwrap();
     let (mut seen_down, mut seen_up) = (false, false);

@@ -7,8 +7,8 @@ use headroom_core::frame::Frame;
 use headroom_core::params::presets;
 use headroom_core::types::PortId;
 use headroom_io::pool::{FramePool, PoolConfig};
-use headroom_runtime::backend::{Backend, MemoryBackend, MemoryTap};
-use headroom_runtime::{pool_is_full, start, RuntimeSpec};
+use headroom_io::{pool_is_full, Backend, MemoryBackend, MemoryTap};
+use headroom_runtime::{start, RuntimeSpec};
 use std::time::{Duration, Instant};
 
 const A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];

@@ -266,7 +266,7 @@ tx_ports = [{ports}]
         if let Some(vdev) = self.dpdk_vdev() {
             let ifaces: Vec<String> = (0..self.hosts).map(switch_device).collect();
             let ifaces: Vec<&str> = ifaces.iter().map(String::as_str).collect();
-            let eal = headroom_runtime::dpdk::lab_eal_args(
+            let eal = headroom_dpdk::lab::lab_eal_args(
                 &ifaces,
                 vdev,
                 &format!("{}-sw", self.prefix),
@@ -277,7 +277,7 @@ tx_ports = [{ports}]
                 t,
                 "\n# DPDK: one vdev per switch-side veth, no hugepages.\n[dpdk]\neal_args = [{}]\nmempool_mbufs = {}\nmempool_cache_size = 256\n",
                 eal.join(", "),
-                headroom_runtime::dpdk::lab_mempool_mbufs(vdev, self.hosts)
+                headroom_dpdk::lab::lab_mempool_mbufs(vdev, self.hosts)
             );
         }
         for i in 0..self.hosts {
@@ -308,11 +308,11 @@ tx_ports = [{ports}]
 
     /// The DPDK vdev kind, when the lab runs on DPDK.
     #[must_use]
-    pub fn dpdk_vdev(&self) -> Option<headroom_runtime::dpdk::LabVdev> {
+    pub fn dpdk_vdev(&self) -> Option<headroom_dpdk::lab::LabVdev> {
         match self.driver {
             LabDriver::Afpacket => None,
-            LabDriver::Dpdk => Some(headroom_runtime::dpdk::LabVdev::AfPacket),
-            LabDriver::DpdkAfXdp => Some(headroom_runtime::dpdk::LabVdev::AfXdp),
+            LabDriver::Dpdk => Some(headroom_dpdk::lab::LabVdev::AfPacket),
+            LabDriver::DpdkAfXdp => Some(headroom_dpdk::lab::LabVdev::AfXdp),
         }
     }
 }

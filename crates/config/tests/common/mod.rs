@@ -3,9 +3,18 @@
 
 use headroom_config::{Config, ConfigErrors, ParseOptions, Warning};
 
-/// Parse with a machine of 4 CPUs, file name `t.toml`.
+/// Parse as a process allowed on CPUs 0..=3, file name `t.toml`.
 pub fn parse(text: &str) -> Result<(Config, Vec<Warning>), ConfigErrors> {
-    headroom_config::parse_with(text, "t.toml", &ParseOptions { cpu_count: 4 })
+    parse_on(text, &[0, 1, 2, 3])
+}
+
+/// Parse as a process whose affinity mask is `cpus`, file name `t.toml`.
+pub fn parse_on(text: &str, cpus: &[usize]) -> Result<(Config, Vec<Warning>), ConfigErrors> {
+    headroom_config::parse_with(
+        text,
+        "t.toml",
+        &ParseOptions::with_allowed_cpus(cpus.iter().copied()),
+    )
 }
 
 /// Parse text that must load; panics with the errors otherwise.

@@ -9,11 +9,12 @@
 use etherparse::PacketBuilder;
 use headroom_config::Config;
 use headroom_core::frame::Frame;
-use headroom_io::pool::{FramePool, PoolConfig};
-use headroom_runtime::backend::{MemoryBackend, MemoryTap};
+use headroom_io::pool::FramePool;
+use headroom_io::{MemoryBackend, MemoryTap};
+use headroom_runtime::backends::frame_pool_config;
 use headroom_runtime::control::{ControlAction, ControlPlane};
 use headroom_runtime::protocol::{CaptureRequest, Request, Response, Show};
-use headroom_runtime::{plan, start, Running};
+use headroom_runtime::{start, Running, RuntimeSpec};
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -59,8 +60,7 @@ pub struct Switch {
 }
 
 fn backend_for(config: &Config) -> MemoryBackend {
-    let pool = FramePool::new(PoolConfig::with_frame_count(plan::pool_frames(config)))
-        .expect("frame pool");
+    let pool = FramePool::new(frame_pool_config(config)).expect("frame pool");
     MemoryBackend::new(pool, 1024)
 }
 
@@ -80,7 +80,11 @@ impl Switch {
             .unwrap_or_else(|e| panic!("test configuration refused:\n{e}"));
         let control = ControlPlane::bind(&config_path, text, config).expect("bind control socket");
         let mut backend = backend_for(control.config());
-        let running = start(plan::runtime_spec(control.config()), &mut backend).expect("start");
+        let running = start(
+            RuntimeSpec::for_config(control.config()).expect("spec"),
+            &mut backend,
+        )
+        .expect("start");
         let taps = control
             .config()
             .ports
@@ -120,7 +124,7 @@ impl Switch {
     fn apply(&mut self, text: String, config: Config) {
         let old = self.running.take().expect("running").stop();
         self.backend = backend_for(&config);
-        let mut spec = plan::runtime_spec(&config);
+        let mut spec = RuntimeSpec::for_config(&config).expect("spec");
         // As `headroom run`: running captures mirror the new dataplane from its first frame.
         spec.capture_flags = self.control.capture_flags_for(&config);
         let running = start(spec, &mut self.backend).expect("the new configuration starts");

@@ -26,8 +26,10 @@ use headroom_core::counters::DropReason;
 use headroom_core::stats::PortStats;
 use headroom_core::time::Instant as CoreInstant;
 use headroom_core::types::PortId;
-use headroom_runtime::dpdk::{lab_eal_args, lab_mempool_mbufs, DpdkBackend, LabVdev};
-use headroom_runtime::{plan, start, Running};
+use headroom_dpdk::lab::{lab_eal_args, lab_mempool_mbufs, LabVdev};
+use headroom_dpdk::DpdkBackend;
+use headroom_runtime::backends::dpdk_settings;
+use headroom_runtime::{start, Running, RuntimeSpec};
 
 const HOSTS: usize = 3;
 /// Port 2's speed: slow, so that a queue builds behind it (ECN) and a PFC pause of 0xFFFF
@@ -171,7 +173,8 @@ pub fn run(vdev: LabVdev, tag: &str) {
     let (config, warnings) = headroom_config::parse(&config_toml(vdev, &topology), "e2e.toml")
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(warnings.is_empty(), "{warnings:?}");
-    let mut backend = DpdkBackend::from_config(&config).unwrap_or_else(|e| panic!("{e}"));
+    let mut backend = DpdkBackend::new(dpdk_settings(&config).unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_else(|e| panic!("{e}"));
     // The backend turned the switch ends' offloads off before EAL opened them (a child process
     // forked from this thread runs in the switch's namespace too).
     for iface in topology.switch_ifaces() {
@@ -191,9 +194,10 @@ pub fn run(vdev: LabVdev, tag: &str) {
     let mut hosts: Vec<Host> = (0..HOSTS).map(|i| topology.host(i)).collect();
     let start_dataplane = |backend: &mut DpdkBackend, config: &headroom_config::Config| {
         backend
-            .reconfigure_from(config)
+            .reconfigure(dpdk_settings(config).unwrap_or_else(|e| panic!("{e}")))
             .unwrap_or_else(|e| panic!("{e}"));
-        start(plan::runtime_spec(config), backend).unwrap_or_else(|e| panic!("{e}"))
+        start(RuntimeSpec::for_config(config).expect("spec"), backend)
+            .unwrap_or_else(|e| panic!("{e}"))
     };
 
     // --- forward and learn ------------------------------------------------------------------
