@@ -95,7 +95,9 @@ pub struct LabSpec {
     pub ecn_enabled: bool,
     /// What every port trusts.
     pub trust: LabTrust,
-    /// CPU of the switch's single lcore.
+    /// CPU of the switch's single lcore (and of EAL's main lcore with DPDK): by default the
+    /// lowest CPU of this process's affinity mask, so that a lab under `taskset` or a cpuset
+    /// loads.
     pub cpu: usize,
     /// How the switch reaches its ports.
     pub driver: LabDriver,
@@ -129,7 +131,10 @@ impl LabSpec {
             ecn: EcnThresholds::LAB,
             ecn_enabled: true,
             trust: LabTrust::Dscp,
-            cpu: 0,
+            cpu: headroom_config::allowed_cpus()
+                .first()
+                .copied()
+                .unwrap_or(0),
             driver: LabDriver::Afpacket,
             metrics_port: DEFAULT_METRICS_PORT,
             static_fdb: true,
