@@ -248,11 +248,13 @@ impl AfPacketPort {
                 socket: Arc::clone(&rx_socket),
                 ring,
                 pool: pool.clone(),
+                cache_attached: false,
                 counters: Arc::clone(&counters),
             },
             tx: AfPacketTx {
                 socket: tx_socket,
                 pool,
+                cache_attached: false,
                 counters: Arc::clone(&counters),
             },
             stats: AfPacketStatsHandle {
@@ -385,6 +387,9 @@ pub struct AfPacketRx {
     socket: Arc<OwnedFd>,
     ring: RxRing,
     pool: FramePool,
+    /// Whether the thread of the first burst has its frame cache (frames are copied into pool
+    /// buffers there, and dropped there).
+    cache_attached: bool,
     counters: Arc<Counters>,
 }
 
@@ -460,6 +465,10 @@ impl RxQueue for AfPacketRx {
     type Frame = PoolFrame;
 
     fn rx_burst(&mut self, out: &mut Vec<PoolFrame>, max: usize) -> usize {
+        if !self.cache_attached {
+            self.pool.attach_thread_cache();
+            self.cache_attached = true;
+        }
         let data_room = self.pool.data_room_bytes();
         let mut received = 0;
         let mut counts = RxBurstCounts::default();
@@ -535,6 +544,8 @@ impl AsFd for AfPacketRx {
 pub struct AfPacketTx {
     socket: OwnedFd,
     pool: FramePool,
+    /// Whether the thread of the first burst has its frame cache (sent frames are freed there).
+    cache_attached: bool,
     counters: Arc<Counters>,
 }
 
@@ -563,6 +574,10 @@ impl TxQueue for AfPacketTx {
     /// MTU, `EINVAL` for one shorter than an Ethernet header, `ENETDOWN`...) is dropped, counted
     /// in `tx_failed`, and counts as taken in the return value.
     fn tx_burst(&mut self, frames: &mut Vec<PoolFrame>) -> usize {
+        if !self.cache_attached {
+            self.pool.attach_thread_cache();
+            self.cache_attached = true;
+        }
         let mut taken = 0;
         let mut sent_bytes = 0u64;
         let mut failed = 0u64;

@@ -289,6 +289,7 @@ fn check_oversize_frames_are_counted_and_dropped(version: RingVersion) {
         frame_count: 16,
         data_room_bytes: 256,
         headroom_bytes: 128,
+        magazine_frames: 0,
     })
     .expect("pool");
     let port = open(&lab, VethLab::SWITCH_END, small_pool, &config(version));

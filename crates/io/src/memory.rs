@@ -60,11 +60,14 @@ impl MemoryPort {
             info,
             rx: MemoryRx {
                 ring: rx_consumer,
+                pool: pool.clone(),
+                cache_attached: false,
                 counters: Arc::clone(&counters),
             },
             tx: MemoryTx {
                 ring: tx_producer,
                 pool: pool.clone(),
+                cache_attached: false,
                 counters: Arc::clone(&counters),
             },
             injector: Injector {
@@ -128,6 +131,9 @@ impl MemoryStatsHandle {
 /// The switch's receive half of a memory port.
 pub struct MemoryRx {
     ring: rtrb::Consumer<PoolFrame>,
+    /// For the frame cache of the thread that polls it (which drops and clones frames).
+    pool: FramePool,
+    cache_attached: bool,
     counters: Arc<Counters>,
 }
 
@@ -143,6 +149,10 @@ impl RxQueue for MemoryRx {
     type Frame = PoolFrame;
 
     fn rx_burst(&mut self, out: &mut Vec<PoolFrame>, max: usize) -> usize {
+        if !self.cache_attached {
+            self.pool.attach_thread_cache();
+            self.cache_attached = true;
+        }
         let mut received = 0;
         while received < max {
             let Ok(frame) = self.ring.pop() else { break };
@@ -162,6 +172,7 @@ impl RxQueue for MemoryRx {
 pub struct MemoryTx {
     ring: rtrb::Producer<PoolFrame>,
     pool: FramePool,
+    cache_attached: bool,
     counters: Arc<Counters>,
 }
 
@@ -177,6 +188,10 @@ impl TxQueue for MemoryTx {
     type Frame = PoolFrame;
 
     fn tx_burst(&mut self, frames: &mut Vec<PoolFrame>) -> usize {
+        if !self.cache_attached {
+            self.pool.attach_thread_cache();
+            self.cache_attached = true;
+        }
         let taken = frames.len().min(self.ring.slots());
         for frame in frames.drain(..taken) {
             // Cannot fail: `slots()` free slots were checked above and only this half pushes.

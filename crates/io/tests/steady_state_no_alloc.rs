@@ -65,6 +65,13 @@ fn memory_port_round_trip_allocates_nothing() {
     let (mut rx, mut tx, mut injector, mut collector) = MemoryPort::new(info, pool, 64).split();
     let mut burst = Vec::with_capacity(BURST_MAX);
     let mut collected = Vec::with_capacity(BURST_MAX);
+    // Warm-up: the first burst of each half gives this thread its frame cache (allocated
+    // once per thread and pool).
+    injector.inject(&[0xA5; 64]).expect("room");
+    assert_eq!(rx.rx_burst(&mut burst, BURST_MAX), 1);
+    assert_eq!(tx.tx_burst(&mut burst), 1);
+    assert_eq!(collector.collect(&mut collected, BURST_MAX), 1);
+    collected.clear();
     let calls = allocator_calls_during(|| {
         for _ in 0..1_000 {
             for _ in 0..BURST_MAX {
@@ -91,6 +98,8 @@ fn fault_injecting_wrappers_allocate_nothing_per_frame() {
         mac: [2, 0, 0, 0, 0, 1],
         max_frame_len: 2048,
     };
+    // As the ports' first bursts would: this thread's cache of the pool (allocated once).
+    pool.attach_thread_cache();
     let (rx, tx, mut injector, mut collector) = MemoryPort::new(info, pool, 64).split();
     // Every fate, stalls and flaps, at rates that make each happen many times.
     let faults = FrameFaults {
@@ -148,4 +157,32 @@ fn fault_injecting_wrappers_allocate_nothing_per_frame() {
             "{name}: only {n}; the test must exercise every fault"
         );
     }
+}
+
+/// With this thread's cache attached, alloc and free never call the allocator, also when they
+/// cross magazine boundaries and trade whole magazines with the depot (bursts larger than a
+/// cache, frees of more than it holds), and when the cache must gather loose buffers.
+#[test]
+fn cached_alloc_free_and_magazine_trades_allocate_nothing() {
+    let pool = FramePool::new(PoolConfig::with_frame_count(1024)).expect("pool");
+    let magazine = headroom_io::pool::default_magazine_frames(1024);
+    assert_eq!(magazine, 64);
+    pool.attach_thread_cache();
+    assert!(pool.has_thread_cache());
+    let mut held = Vec::with_capacity(1024);
+    let calls = allocator_calls_during(|| {
+        for round in 0..200usize {
+            // 1..=5 magazines' worth at once: refills from full magazines and from loose
+            // buffers, spills of full magazines.
+            let n = (round % 5 + 1) * magazine + round % 7;
+            for _ in 0..n {
+                held.push(pool.alloc_copy(&[0x5A; 60]).expect("free buffer"));
+            }
+            let copy = held[0].try_clone().expect("free buffer");
+            held.push(copy);
+            held.clear();
+        }
+    });
+    assert_eq!(calls, 0, "the cached frame path called the allocator");
+    assert_eq!(pool.stats().available, 1024, "cached buffers count as free");
 }

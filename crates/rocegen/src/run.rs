@@ -182,6 +182,7 @@ fn open_port(settings: &Settings) -> Result<Port, RunError> {
         frame_count: 1024,
         data_room_bytes,
         headroom_bytes: 128,
+        magazine_frames: headroom_io::pool::default_magazine_frames(1024),
     })
     .map_err(|e| RunError::Setup(format!("frame pool: {e}")))?;
     let config = AfPacketConfig {

@@ -294,7 +294,13 @@ where
         let lcore_stop = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name(format!("headroom-lcore{n}"))
-            .spawn(move || lcore.run(&lcore_stop, clock))
+            .spawn(move || {
+                lcore.run(&lcore_stop, clock);
+                // Everything the lcore owned is dropped by now: the buffers its queues' frame
+                // caches hold go back to their pools before `Running::stop` joins, so that a
+                // check of the pool after the stop sees every one.
+                headroom_io::pool::flush_thread_caches();
+            })
             .map_err(RuntimeError::Thread);
         match handle {
             Ok(h) => threads.push(h),
