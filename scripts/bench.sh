@@ -20,6 +20,10 @@
 #   route        criterion: the FIB (crates/core/benches/route.rs): IPv4/IPv6 LPM lookups of
 #                headroom's DIR-16-8-8 and DIR-24-8 beside the prefix-trie crate, route updates
 #                with their publication and swap, a full build, the ECMP hash; one run.
+#   pool         headroom-io's frame pool: alloc + free per frame, the previous shared-queue pool
+#                (the baseline) against the per-lcore cache and the rest, as ratios of batches
+#                interleaved in one run, across two threads, and in callgrind instructions
+#                (crates/io/benches/pool.rs).
 # Each section is a `section_<name>` function below; each prints its own summary table.
 #
 # The build machine is shared and noisy: absolute times move with other people's builds, so only
@@ -34,7 +38,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sections=(core core-instr dpdk afpacket route)
+sections=(core core-instr dpdk afpacket route pool)
 measurement_s=${BENCH_MEASUREMENT_S:-3}
 warmup_s=${BENCH_WARMUP_S:-1}
 runs=${BENCH_RUNS:-1}
@@ -497,6 +501,33 @@ section_dpdk() {
 # end of the DPDK section ------------------------------------------------------------------------
 # ------------------------------------------------------------------------------------------------
 
+
+pool_bench_exe() {
+    cargo bench -p headroom-io --bench pool --no-run --message-format=json 2>/dev/null |
+        jq -r 'select(.reason == "compiler-artifact" and .target.name == "pool" and .executable != null) | .executable' |
+        tail -n1
+}
+
+section_pool() {
+    say "frame pool: CPU ns per frame (alloc + free), ratio to the previous pool, interleaved batches"
+    need valgrind "apt-get install valgrind"
+    local exe v ir
+    exe=$(pool_bench_exe)
+    machine
+    HEADROOM_POOL_RATIO="$measurement_s" "$exe" --bench
+    say "frame pool: alloc on one thread, free on another (an RX lcore feeding a TX lcore)"
+    HEADROOM_POOL_CROSS="$((measurement_s * 2))" "$exe" --bench
+    say "frame pool: instructions per frame (callgrind, 1000 rounds of 32 frames)"
+    # (criterion spawns gnuplot to look for it: that process collects 0, hence the largest.)
+    for v in previous_shared_queue_arc previous_shared_queue_only arc_clone_drop_only shared_queue \
+        thread_cache local_free_list; do
+        ir=$(HEADROOM_POOL_COUNT="$v/1000" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            --toggle-collect='*pool::measured*' "$exe" --bench 2>&1 |
+            awk '/Collected :/ && $NF > ir {ir = $NF} END {print ir}')
+        [ -n "$ir" ] || { echo "scripts/bench.sh: callgrind reported nothing for $v" >&2; exit 1; }
+        awk -v v="$v" -v ir="$ir" 'BEGIN {printf "%-28s %8.1f Ir/frame\n", v, ir / 32000}'
+    done
+}
 
 section_afpacket() {
     say "afpacket: headroom (AF_PACKET) vs the Linux bridge on veths"
