@@ -106,7 +106,11 @@ fn receive(pool: &Pool, header: &[u8], len: usize) -> Option<PoolFrame> {
 }
 
 fn new_pool(frames: usize) -> Pool {
-    FramePool::new(PoolConfig::with_frame_count(frames)).expect("a valid pool")
+    let pool = FramePool::new(PoolConfig::with_frame_count(frames)).expect("a valid pool");
+    // As every backend queue does on its lcore: this thread (the rig's) allocates and frees
+    // through its own cache of the pool.
+    pool.attach_thread_cache();
+    pool
 }
 
 /// Whether every buffer of `pool` is back.
