@@ -35,6 +35,15 @@ fn tx_and_rx_bursts_allocate_nothing() {
         let mut received = Vec::with_capacity(BURST_MAX);
         let mut received_count = 0u64;
 
+        // Warm-up: the first burst of each queue gives this thread its cache of the pool
+        // (allocated once per thread and pool, see `FramePool::attach_thread_cache`).
+        let _ = host_tx.tx_burst(&mut to_send);
+        let _ = switch_rx.rx_burst(&mut received, BURST_MAX);
+        received.clear();
+        assert!(
+            pool.has_thread_cache(),
+            "the queues attached this thread's cache"
+        );
         let before = allocations();
         for round in 0..200 {
             while to_send.len() < BURST_MAX {
