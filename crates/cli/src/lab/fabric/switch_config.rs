@@ -370,7 +370,7 @@ mod tests {
                     Some(switch.metrics_port)
                 );
                 assert_eq!(config.runtime.lcores.len(), 1);
-                assert_eq!(config.runtime.lcores[0].cpu, u32::try_from(m % 2).unwrap());
+                assert_eq!(config.runtime.lcores[0].cpu, m % 2);
             }
         }
     }
