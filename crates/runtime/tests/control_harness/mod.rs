@@ -11,7 +11,7 @@ use headroom_config::Config;
 use headroom_core::frame::Frame;
 use headroom_io::pool::{FramePool, PoolConfig};
 use headroom_runtime::backend::{MemoryBackend, MemoryTap};
-use headroom_runtime::control::{ControlAction, ControlPlane};
+use headroom_runtime::control::{ControlAction, ControlPlane, Retired};
 use headroom_runtime::protocol::{CaptureRequest, Request, Response, Show};
 use headroom_runtime::{plan, start, Running};
 use serde::de::DeserializeOwned;
@@ -56,6 +56,8 @@ pub struct Switch {
     pub taps: Vec<MemoryTap>,
     /// Reconfigurations applied.
     pub restarts: usize,
+    /// Every event the dataplanes reported, as `headroom run` logs it.
+    pub events: Vec<headroom_runtime::event_log::EventLine>,
 }
 
 fn backend_for(config: &Config) -> MemoryBackend {
@@ -96,6 +98,7 @@ impl Switch {
             backend,
             taps,
             restarts: 0,
+            events: Vec::new(),
         }
     }
 
@@ -108,6 +111,11 @@ impl Switch {
     pub fn poll(&mut self) {
         let running = self.running.as_mut().expect("running");
         for event in running.drain_events() {
+            self.events.push(headroom_runtime::event_log::render(
+                running.shared(),
+                &running.clock(),
+                &event,
+            ));
             self.control.note_event(&event);
         }
         if let ControlAction::Apply { text, config, .. } = self.control.poll(running) {
@@ -118,7 +126,7 @@ impl Switch {
     /// What `headroom run` does with [`ControlAction::Apply`]: drain and stop, restart the new
     /// configuration on fresh ports, carry the counters over.
     fn apply(&mut self, text: String, config: Config) {
-        let old = self.running.take().expect("running").stop();
+        let old = Retired::stop(self.running.take().expect("running"));
         self.backend = backend_for(&config);
         let mut spec = plan::runtime_spec(&config);
         // As `headroom run`: running captures mirror the new dataplane from its first frame.
