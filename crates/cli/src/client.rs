@@ -5,8 +5,8 @@ use crate::table::{thousands, Table};
 use clap::{Args, Subcommand, ValueEnum};
 use headroom_runtime::protocol::{
     CaptureRequest, Change, Clear, FdbRow, PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow,
-    PgDropRow, PgWatermarkKind, PoolWatermarkRow, PortSummary, QueueCounters, Request, Response,
-    RunningConfig, Show, WatermarkRow,
+    PgCountersRow, PgDropRow, PgWatermarkKind, PoolWatermarkRow, PortSummary, PortstatRow,
+    QueueCounters, QueueWatermarkKind, Request, Response, RunningConfig, Show, WatermarkRow,
 };
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -322,6 +322,12 @@ pub(crate) enum ShowCommand {
     },
     /// ECN marks per queue.
     Ecn,
+    /// Interface counters (SONiC `show interfaces counters`, portstat): RX/TX OK, rates,
+    /// errors, discards, oversize frames per port, on SAI's port counters.
+    Interfaces {
+        #[command(subcommand)]
+        what: InterfacesWhat,
+    },
     /// Ports: speed, TX state, traffic, drops by reason.
     Ports,
     /// The MAC table.
@@ -346,14 +352,26 @@ pub(crate) enum PfcWhat {
 }
 
 #[derive(Debug, Subcommand)]
+pub(crate) enum InterfacesWhat {
+    /// IFACE, STATE, RX_OK, RX_BPS, RX_UTIL, RX_ERR, RX_DRP, RX_OVR, TX_OK, TX_BPS, TX_UTIL,
+    /// TX_ERR, TX_DRP, TX_OVR per port (since the last `clear counters`; rates are smoothed
+    /// over about ten seconds, as SONiC's).
+    Counters,
+}
+
+#[derive(Debug, Subcommand)]
 pub(crate) enum QueueWhat {
     /// Packets, bytes and drops per queue.
     Counters,
-    /// Highest occupancy per queue since the last clear.
+    /// Highest shared occupancy (above the reserved size, SAI's) per queue since the last
+    /// clear.
     Watermark {
         /// Since start (or the last persistent clear) instead.
         #[arg(long)]
         persistent: bool,
+        /// The highest total occupancy (reserved and shared) instead.
+        #[arg(long)]
+        total: bool,
     },
 }
 
@@ -370,6 +388,9 @@ pub(crate) enum PgWhat {
     },
     /// Frames dropped per PG.
     Drop,
+    /// Packets and bytes per PG (dropped ones included), and drops (SAI
+    /// INGRESS_PRIORITY_GROUP_STAT_PACKETS, _BYTES, _DROPPED_PACKETS).
+    Counters,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -525,17 +546,33 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             }
         }
         ShowCommand::Queue {
-            what: QueueWhat::Watermark { persistent },
+            what: QueueWhat::Watermark { persistent, total },
         } => {
+            let (kind, title) = if total {
+                (
+                    QueueWatermarkKind::Total,
+                    "Egress total occupancy per unicast queue:",
+                )
+            } else {
+                (
+                    QueueWatermarkKind::Shared,
+                    "Egress shared pool occupancy per unicast queue:",
+                )
+            };
             let (rows, raw): (Vec<WatermarkRow>, _) =
-                target.fetch(&req(Show::QueueWatermark { persistent }))?;
-            watermark_table(
-                target,
-                "Egress shared pool occupancy per unicast queue:",
-                "UC",
-                &rows,
-                &raw,
-            );
+                target.fetch(&req(Show::QueueWatermark { persistent, kind }))?;
+            watermark_table(target, title, "UC", &rows, &raw);
+        }
+        ShowCommand::Interfaces {
+            what: InterfacesWhat::Counters,
+        } => {
+            let (rows, raw): (Vec<PortstatRow>, _) =
+                target.fetch(&req(Show::InterfacesCounters))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                say!("{}", portstat_table(&rows));
+            }
         }
         ShowCommand::PriorityGroup {
             what: PgWhat::Watermark { kind, persistent },
@@ -556,14 +593,28 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
             if target.json {
                 print_json(&raw);
             } else {
-                sayln!("Ingress PG dropped packets:");
-                let mut t = Table::new(
-                    std::iter::once("Port".to_owned()).chain((0..8).map(|p| format!("PG{p}"))),
-                );
-                for r in rows {
-                    t.row(std::iter::once(r.port).chain(r.drops.iter().map(|n| thousands(*n))));
+                let rows: Vec<_> = rows.into_iter().map(|r| (r.port, r.drops)).collect();
+                say!("{}", pg_table("Ingress PG dropped packets:", &rows));
+            }
+        }
+        ShowCommand::PriorityGroup {
+            what: PgWhat::Counters,
+        } => {
+            let (rows, raw): (Vec<PgCountersRow>, _) = target.fetch(&req(Show::PgCounters))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                for (title, pick) in [
+                    (
+                        "Ingress PG packets:",
+                        (|r: &PgCountersRow| r.packets) as fn(&PgCountersRow) -> [u64; 8],
+                    ),
+                    ("Ingress PG bytes:", |r| r.bytes),
+                    ("Ingress PG dropped packets:", |r| r.drop_packets),
+                ] {
+                    let table: Vec<_> = rows.iter().map(|r| (r.port.clone(), pick(r))).collect();
+                    sayln!("{}", pg_table(title, &table));
                 }
-                say!("{t}");
             }
         }
         ShowCommand::BufferPool {
@@ -771,6 +822,60 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A per-PG table as SONiC's `pg-drop` prints it: a title line, `Port PG0 … PG7`, plain
+/// numbers.
+fn pg_table(title: &str, rows: &[(String, [u64; 8])]) -> String {
+    let mut t =
+        Table::new(std::iter::once("Port".to_owned()).chain((0..8).map(|p| format!("PG{p}"))));
+    for (port, values) in rows {
+        t.row(std::iter::once(port.clone()).chain(values.iter().map(u64::to_string)));
+    }
+    format!("{title}\n{t}")
+}
+
+/// SONiC's byte rate (`netstat.format_brate`): B/s up to 10 KB/s, then KB/s up to 10 MB/s,
+/// then MB/s (decimal units), two decimals; `N/A` before the first rate.
+fn byte_rate(bytes_per_s: Option<f64>) -> String {
+    match bytes_per_s {
+        None => "N/A".into(),
+        Some(r) if r > 10_000_000.0 => format!("{:.2} MB/s", r / 1e6),
+        Some(r) if r > 10_000.0 => format!("{:.2} KB/s", r / 1e3),
+        Some(r) => format!("{r:.2} B/s"),
+    }
+}
+
+/// SONiC's utilisation (`netstat.format_util`): two decimals and a percent sign.
+fn percent(util: Option<f64>) -> String {
+    util.map_or_else(|| "N/A".into(), |u| format!("{u:.2}%"))
+}
+
+/// `show interfaces counters` as SONiC's portstat prints it (its standard columns).
+fn portstat_table(rows: &[PortstatRow]) -> Table {
+    let mut t = Table::new([
+        "IFACE", "STATE", "RX_OK", "RX_BPS", "RX_UTIL", "RX_ERR", "RX_DRP", "RX_OVR", "TX_OK",
+        "TX_BPS", "TX_UTIL", "TX_ERR", "TX_DRP", "TX_OVR",
+    ]);
+    for r in rows {
+        t.row([
+            r.iface.clone(),
+            r.state.clone(),
+            thousands(r.rx_ok),
+            byte_rate(r.rx_bps),
+            percent(r.rx_util),
+            thousands(r.rx_err),
+            thousands(r.rx_drp),
+            thousands(r.rx_ovr),
+            thousands(r.tx_ok),
+            byte_rate(r.tx_bps),
+            percent(r.tx_util),
+            thousands(r.tx_err),
+            thousands(r.tx_drp),
+            r.tx_ovr.map_or_else(|| "N/A".into(), thousands),
+        ]);
+    }
+    t
 }
 
 fn watermark_table(

@@ -10,7 +10,7 @@
 
 use headroom_core::counters::{delay_bucket_floor, DropReason, DELAY_BUCKETS};
 use headroom_core::stats::{PortStats, QueueStats};
-use headroom_runtime::control::{ControlPlane, WatchdogTotals};
+use headroom_runtime::control::{ControlPlane, PortstatCounts, WatchdogTotals};
 use headroom_runtime::Running;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -135,27 +135,38 @@ fn render_with_endpoint(
     let mut o = Out {
         text: String::with_capacity(64 * 1024),
     };
-    let stats: Vec<_> = (0..config.ports.len())
-        .map(|p| control.total_stats(running, p))
+    // Every counter since start (carried over reconfigurations, not affected by `clear`):
+    // monotonic for `rate()`.
+    let totals: Vec<_> = (0..config.ports.len())
+        .map(|p| control.port_totals(running, p))
         .collect();
+    let stats: Vec<PortStats> = totals.iter().map(|t| t.stats.clone()).collect();
+    let portstat: Vec<PortstatCounts> = totals.iter().map(PortstatCounts::of).collect();
     let names: Vec<&str> = config.ports.iter().map(|p| p.name.as_str()).collect();
     let prio: Vec<String> = (0..8).map(|i| i.to_string()).collect();
 
     o.family("headroom_up", "gauge", "1 while the switch runs.");
     o.sample("headroom_up", &[], 1);
 
-    let per_port: [PortMetric; 4] = [
+    let per_port: [PortMetric; 5] = [
         (
             "headroom_port_rx_frames_total",
-            "Frames received (all, MAC Control and dropped included).",
+            "Frames received (all: MAC Control, errored and dropped frames included).",
             |s| s.rx_frames,
         ),
-        ("headroom_port_rx_bytes_total", "Bytes received.", |s| {
-            s.rx_bytes
-        }),
+        (
+            "headroom_port_rx_bytes_total",
+            "Bytes received (all frames; SAI IF_IN_OCTETS).",
+            |s| s.rx_bytes,
+        ),
+        (
+            "headroom_port_mac_control_rx_frames_total",
+            "MAC Control frames received (PFC, PAUSE, other opcodes, malformed): consumed, never RX_OK.",
+            |s| s.mac_control_rx,
+        ),
         (
             "headroom_port_tx_frames_total",
-            "Data frames sent.",
+            "Data frames sent (SONiC TX_OK; generated PFC frames excluded).",
             PortStats::tx_frames,
         ),
         (
@@ -168,6 +179,46 @@ fn render_with_endpoint(
         o.family(name, "counter", help);
         for (p, s) in stats.iter().enumerate() {
             o.sample(name, &[("port", names[p])], f(s));
+        }
+    }
+    // SONiC's portstat columns (`show interfaces counters`), from the same function as the view.
+    type PortstatMetric = (&'static str, &'static str, fn(&PortstatCounts) -> u64);
+    let portstat_metrics: [PortstatMetric; 6] = [
+        (
+            "headroom_port_rx_ok_frames_total",
+            "SONiC RX_OK: frames received whole and well-formed, MAC Control excluded, later discards included.",
+            |c| c.rx_ok,
+        ),
+        (
+            "headroom_port_rx_error_frames_total",
+            "SONiC RX_ERR (SAI IF_IN_ERRORS): runts, oversize frames, malformed MAC Control frames.",
+            |c| c.rx_err,
+        ),
+        (
+            "headroom_port_rx_discard_frames_total",
+            "SONiC RX_DRP (SAI IF_IN_DISCARDS): frames discarded at ingress, and by the kernel or NIC before the switch saw them.",
+            |c| c.rx_drp,
+        ),
+        (
+            "headroom_port_rx_oversize_frames_total",
+            "SONiC RX_OVR (SAI ETHER_RX_OVERSIZE_PKTS): frames longer than the port's MTU.",
+            |c| c.rx_ovr,
+        ),
+        (
+            "headroom_port_tx_error_frames_total",
+            "SONiC TX_ERR (SAI IF_OUT_ERRORS): frames the device refused.",
+            |c| c.tx_err,
+        ),
+        (
+            "headroom_port_tx_discard_frames_total",
+            "SONiC TX_DRP (SAI IF_OUT_DISCARDS): frames discarded at or in the port's egress queues.",
+            |c| c.tx_drp,
+        ),
+    ];
+    for (name, help, f) in portstat_metrics {
+        o.family(name, "counter", help);
+        for (p, c) in portstat.iter().enumerate() {
+            o.sample(name, &[("port", names[p])], f(c));
         }
     }
     o.family(
@@ -322,7 +373,7 @@ fn render_with_endpoint(
     for (p, name) in names.iter().enumerate() {
         for q in 0..8 {
             // Since start, like _sum and _count (carried over reconfigurations).
-            let buckets = control.delay_buckets(running, p, q);
+            let buckets = &totals[p].delay.0[q];
             let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
             for k in 0..DELAY_BUCKETS.min(buckets.len()) {
                 let n = buckets[k];
@@ -371,6 +422,31 @@ fn render_with_endpoint(
                 &[("port", names[p]), ("pg", &prio[g])],
                 pg.used_bytes,
             );
+        }
+    }
+    type PgMetric = (
+        &'static str,
+        &'static str,
+        fn(&headroom_core::stats::PgStats) -> u64,
+    );
+    let pg_counters: [PgMetric; 2] = [
+        (
+            "headroom_pg_rx_frames_total",
+            "Frames that reached admission of the priority group, dropped ones included (SAI INGRESS_PRIORITY_GROUP_STAT_PACKETS).",
+            |g| g.frames,
+        ),
+        (
+            "headroom_pg_rx_bytes_total",
+            "Bytes of those frames (SAI INGRESS_PRIORITY_GROUP_STAT_BYTES).",
+            |g| g.bytes,
+        ),
+    ];
+    for (name, help, f) in pg_counters {
+        o.family(name, "counter", help);
+        for (p, s) in stats.iter().enumerate() {
+            for (g, pg) in s.pgs.iter().enumerate() {
+                o.sample(name, &[("port", names[p]), ("pg", &prio[g])], f(pg));
+            }
         }
     }
     o.family(
@@ -426,15 +502,17 @@ fn render_with_endpoint(
     o.family(
         "headroom_queue_watermark_bytes",
         "gauge",
-        "Highest queue use since start or the last persistent clear.",
+        "Highest queue use since start or the last persistent clear (kind: shared, above the queue's reserved size, as SAI's SHARED_WATERMARK_BYTES; or total).",
     );
     for (p, m) in marks.ports.iter().enumerate() {
         for i in 0..8 {
-            o.sample(
-                "headroom_queue_watermark_bytes",
-                &[("port", names[p]), ("queue", &prio[i])],
-                m.queue[i],
-            );
+            for (kind, bytes) in [("shared", m.queue_shared[i]), ("total", m.queue_total[i])] {
+                o.sample(
+                    "headroom_queue_watermark_bytes",
+                    &[("port", names[p]), ("queue", &prio[i]), ("kind", kind)],
+                    bytes,
+                );
+            }
         }
     }
     o.family("headroom_pool_watermark_bytes", "gauge", "Highest pool use since start or the last persistent clear (kind: shared, or the shared headroom pool).");
@@ -524,7 +602,7 @@ fn render_with_endpoint(
                     &[("port", name), ("queue", &prio[q])],
                     read(
                         &shared.egress_counters[side].watchdog[p][q],
-                        &control.pfcwd_totals(shared, p, q),
+                        &totals[p].pfcwd[q],
                     ),
                 );
             }

@@ -5,12 +5,11 @@ use crate::logging;
 use headroom_afpacket::AfPacketBackend;
 use headroom_afpacket::AfPacketConfig;
 use headroom_config::{Config, Driver, LogFormat};
-use headroom_core::shared::Shared;
 use headroom_core::types::PRIORITY_COUNT;
 use headroom_io::pool::FramePool;
 use headroom_io::{pool_is_full, Backend, MemoryBackend};
 use headroom_runtime::backends::frame_pool_config;
-use headroom_runtime::control::{ControlAction, ControlPlane};
+use headroom_runtime::control::{ControlAction, ControlPlane, Retired};
 use headroom_runtime::fault::{log_fault_stats, FaultBackend, PortFaultStats};
 use headroom_runtime::{start, Running, RuntimeSpec};
 use std::path::Path;
@@ -209,7 +208,7 @@ pub(crate) fn run_with(
             last_fault_log = std::time::Instant::now();
         }
         for event in running.drain_events() {
-            headroom_runtime::log_event(running.shared(), &event);
+            headroom_runtime::log_event(running.shared(), &running.clock(), &event);
             control.note_event(&event);
         }
         running.drain_punts();
@@ -249,7 +248,7 @@ pub(crate) fn run_with(
         }
         if let Some((text, new, reason, from_socket)) = apply {
             tracing::info!(%reason, "config change: draining queues, then switching to the new configuration");
-            let old = running.stop();
+            let old = Retired::stop(running);
             log_fault_stats(&faults);
             match restart(&new, &mut backend, control.capture_flags_for(&new)) {
                 Ok((r, f)) => {
@@ -286,10 +285,10 @@ pub(crate) fn run_with(
         }
     }
     tracing::info!("stopping: draining queues");
-    let shared = running.stop();
+    let old = Retired::stop(running);
     log_fault_stats(&faults);
-    print_counters(&shared, &control);
-    drop(shared);
+    print_counters(&old, &control);
+    drop(old);
     if !pool_full(&mut backend) {
         tracing::error!("frame buffers were not all returned to the pool");
     }
@@ -318,11 +317,11 @@ fn restart(
 /// Prints the final counters since start (previous dataplanes of reconfigurations included):
 /// one line per port, PFC per priority (SONiC pfcstat layout), ECN marks per queue, drops by
 /// reason.
-fn print_counters(shared: &Shared, control: &ControlPlane) {
+fn print_counters(old: &Retired, control: &ControlPlane) {
     use std::fmt::Write as _;
     let config = control.config();
     let stats: Vec<_> = (0..config.ports.len())
-        .map(|i| control.final_stats(shared, i))
+        .map(|i| control.final_totals(old, i).stats)
         .collect();
     let mut out = String::new();
     let _ = writeln!(

@@ -233,6 +233,42 @@ fn every_show_answers_in_json_and_sonic_tables() {
     let table = d.ok(&["show", "pfc", "priority"]);
     assert!(table.contains("Ethernet0    3,4"), "{table}");
 
+    // SONiC's portstat: its columns, in its order; TX_OVR is not counted (N/A, null).
+    let ifc = d.json(&["show", "interfaces", "counters"]);
+    let rows = ifc.as_array().unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["iface"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["Ethernet0", "Ethernet4"]
+    );
+    for r in rows {
+        for key in [
+            "rx_ok", "rx_err", "rx_drp", "rx_ovr", "tx_ok", "tx_err", "tx_drp",
+        ] {
+            assert_eq!(r[key], 0, "{key}: {r}");
+        }
+        assert_eq!(r["tx_ovr"], Value::Null);
+    }
+    let table = d.ok(&["show", "interfaces", "counters"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "    IFACE    STATE    RX_OK    RX_BPS    RX_UTIL    RX_ERR    RX_DRP    RX_OVR    TX_OK    \
+         TX_BPS    TX_UTIL    TX_ERR    TX_DRP    TX_OVR"
+    );
+    assert!(lines[2].starts_with("Ethernet0  "), "{table}");
+    assert!(lines[2].ends_with("       N/A"), "{table}");
+    let pg = d.json(&["show", "priority-group", "counters"]);
+    assert_eq!(pg[1]["port"], "Ethernet4");
+    assert_eq!(pg[1]["bytes"], serde_json::json!([0, 0, 0, 0, 0, 0, 0, 0]));
+    let table = d.ok(&["show", "priority-group", "counters"]);
+    assert!(table.starts_with("Ingress PG packets:\n"), "{table}");
+    assert!(table.contains("\nIngress PG bytes:\n"), "{table}");
+    assert!(table.contains("\nIngress PG dropped packets:\n"), "{table}");
+    let total = d.json(&["show", "queue", "watermark", "--total"]);
+    assert_eq!(ports(&total), ["Ethernet0", "Ethernet4"]);
+
     let (status, out) = d.stop();
     assert!(status.success(), "{status}");
     assert!(out.contains("Port Rx"), "final counters printed: {out}");

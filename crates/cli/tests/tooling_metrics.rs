@@ -10,7 +10,7 @@ mod control_harness;
 mod metrics;
 
 use control_harness::{config_text, pfc_frame, udp_frame, Switch, A, C};
-use headroom_runtime::protocol::{Change, Request};
+use headroom_runtime::protocol::{Change, Request, Show};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -234,7 +234,13 @@ fn promtool_check(exposition: &str) -> std::process::Output {
 
 #[test]
 fn promtool_accepts_the_exposition_and_families_are_well_formed() {
-    let (sw, n) = busy_switch();
+    let (mut sw, n) = busy_switch();
+    // A watermark `show` folds the dataplane's read-and-clear watermarks into the views now
+    // (else the control loop does it every 500 ms).
+    let _: Vec<headroom_runtime::protocol::WatermarkRow> = sw.show(Show::QueueWatermark {
+        persistent: true,
+        kind: headroom_runtime::protocol::QueueWatermarkKind::Total,
+    });
     let text = metrics::render(&sw.control, sw.running());
 
     let out = promtool_check(&text);
@@ -358,6 +364,41 @@ fn promtool_accepts_the_exposition_and_families_are_well_formed() {
             &[("port", "Ethernet0"), ("pg", "3")]
         ) >= 1.0
     );
+    // SONiC's portstat on SAI's counters: Ethernet4 received C's hello and 3 PFC frames; the
+    // PFC frames are MAC Control, not RX_OK. PG 3 of Ethernet0 saw every frame of the burst.
+    let e4 = [("port", "Ethernet4")];
+    assert_eq!(value(&families, "headroom_port_rx_frames_total", &e4), 4.0);
+    assert_eq!(
+        value(&families, "headroom_port_mac_control_rx_frames_total", &e4),
+        3.0
+    );
+    assert_eq!(
+        value(&families, "headroom_port_rx_ok_frames_total", &e4),
+        1.0
+    );
+    assert_eq!(
+        value(&families, "headroom_port_rx_discard_frames_total", &e4),
+        0.0
+    );
+    let pg3 = [("port", "Ethernet0"), ("pg", "3")];
+    assert_eq!(
+        value(&families, "headroom_pg_rx_frames_total", &pg3),
+        n as f64
+    );
+    assert_eq!(
+        value(&families, "headroom_pg_rx_bytes_total", &pg3),
+        (n as usize * LEN) as f64
+    );
+    // The lossless queue reserves nothing: its shared watermark is its total.
+    let wm = |kind| {
+        value(
+            &families,
+            "headroom_queue_watermark_bytes",
+            &[("port", "Ethernet4"), ("queue", "3"), ("kind", kind)],
+        )
+    };
+    assert!(wm("total") > 0.0);
+    assert_eq!(wm("shared"), wm("total"));
     assert_eq!(value(&families, "headroom_up", &[]), 1.0);
     assert_eq!(
         value(

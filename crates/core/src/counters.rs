@@ -152,25 +152,74 @@ drop_reasons! {
     InjectBufferFull => "inject_buffer_full", "A frame the control plane injected found the CPU port's buffer full.";
 }
 
+/// Which of SAI's port counters (SONiC portstat's columns) a drop of a reason is charged to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortDropClass {
+    /// `RX_ERR` (`SAI_PORT_STAT_IF_IN_ERRORS`): the frame was not received whole and
+    /// well-formed. Not in `RX_OK`.
+    RxError,
+    /// `RX_DRP` (`SAI_PORT_STAT_IF_IN_DISCARDS`): received well-formed (counted in `RX_OK`,
+    /// as an ASIC's MAC counts it), then discarded at ingress.
+    RxDiscard,
+    /// `TX_DRP` (`SAI_PORT_STAT_IF_OUT_DISCARDS`): discarded at or in one of the port's egress
+    /// queues; charged to that port, whichever port it came in on.
+    TxDiscard,
+    /// `TX_ERR` (`SAI_PORT_STAT_IF_OUT_ERRORS`): the port could not transmit it.
+    TxError,
+    /// A frame the control plane injected, refused before any queue: counted in the port's
+    /// `inject_drops`, in no port counter.
+    Injected,
+}
+
+impl DropReason {
+    /// The port counter a drop of this reason is charged to.
+    #[must_use]
+    pub const fn port_class(self) -> PortDropClass {
+        match self {
+            Self::Runt | Self::Oversize | Self::MacControlMalformed => PortDropClass::RxError,
+            Self::VlanFiltered
+            | Self::SamePort
+            | Self::NoDestination
+            | Self::SourceMulticast
+            | Self::IngressLossyLimit
+            | Self::IngressHeadroomExhausted
+            | Self::PfcwdIngress
+            | Self::NoBuffer
+            | Self::PuntRateLimit
+            | Self::PuntQueueFull => PortDropClass::RxDiscard,
+            Self::EgressQueueLimit | Self::QueueRingFull | Self::WredDrop | Self::PfcwdQueue => {
+                PortDropClass::TxDiscard
+            }
+            Self::TxError => PortDropClass::TxError,
+            Self::InjectRateLimit | Self::InjectBufferFull => PortDropClass::Injected,
+        }
+    }
+}
+
 type PerPrio<T> = [T; crate::types::PRIORITY_COUNT];
 
 /// Counters of one port kept by an ingress side (one writer: that side).
 ///
 /// Indexed by the port they describe. An ingress side writes the receive counters of the ports
-/// it owns, and the egress-admission counters (`queue_*`) of any port it enqueues to.
+/// it owns, and the egress-admission counters (`queue_*`, and the egress reasons of `drops`)
+/// of any port it enqueues to.
 #[derive(Debug, Default)]
 pub struct IngressPortCounters {
-    /// Every frame received, whatever happened to it.
+    /// Every frame received, whatever happened to it: MAC Control, errored and discarded
+    /// frames included.
     pub rx_frames: Counter,
-    /// Bytes of every frame received.
+    /// Bytes of every frame received (SAI `IF_IN_OCTETS`).
     pub rx_bytes: Counter,
-    /// Frames classified and admitted, per traffic class.
-    pub rx_tc_frames: PerPrio<Counter>,
-    /// Bytes of frames classified and admitted, per traffic class.
-    pub rx_tc_bytes: PerPrio<Counter>,
+    /// MAC Control frames received (EtherType 0x8808: PFC, PAUSE, other opcodes, malformed
+    /// ones). The MAC Control sublayer consumes them (IEEE 802.3 Clause 31): they are in
+    /// `rx_frames`, never in SAI's `IF_IN_UCAST/NON_UCAST_PKTS` (SONiC `RX_OK`).
+    pub mac_control_rx: Counter,
     /// Frames classified into each ingress PG, dropped ones included (SAI
-    /// `INGRESS_PRIORITY_GROUP_STAT_PACKETS`); `pg_drops` is a subset.
+    /// `INGRESS_PRIORITY_GROUP_STAT_PACKETS`); `pg_drops` is a subset. A flooded frame counts
+    /// once per copy: each copy is admitted to the PG.
     pub pg_frames: PerPrio<Counter>,
+    /// Bytes of those frames (SAI `INGRESS_PRIORITY_GROUP_STAT_BYTES`).
+    pub pg_bytes: PerPrio<Counter>,
     /// Frames each ingress PG dropped (SAI `..._DROPPED_PACKETS`).
     pub pg_drops: PerPrio<Counter>,
     /// PFC frames received with each priority's enable bit set, XON included (SONiC `pfcstat`).
@@ -192,7 +241,10 @@ pub struct IngressPortCounters {
     pub mac_control_unknown_rx: Counter,
     /// XOFF transitions of each PG (the PG started asking for pause).
     pub pg_xoff_transitions: PerPrio<Counter>,
-    /// Drops by reason (ingress reasons only).
+    /// Drops charged to this port, by reason: the ingress reasons of frames received on it
+    /// (written by the side that receives the port), and the egress-admission reasons
+    /// (`egress_queue_limit`, `queue_ring_full`) of frames one of its queues refused (written
+    /// by each side that enqueues to it). See [`DropReason::port_class`].
     pub drops: [Counter; DropReason::COUNT],
     /// Highest shared use of each PG, bytes (SAI `SHARED_WATERMARK_BYTES`).
     pub pg_shared_watermark: PerPrio<Watermark>,
@@ -204,7 +256,12 @@ pub struct IngressPortCounters {
     pub queue_admission_drops: PerPrio<Counter>,
     /// Bytes of those frames.
     pub queue_admission_drop_bytes: PerPrio<Counter>,
-    /// Highest use of each of this port's queues seen at admission, bytes.
+    /// Highest total use (reserved and shared) of each of this port's queues seen at
+    /// admission, bytes, as this side accounts it. The shared watermark (SAI
+    /// `QUEUE_STAT_SHARED_WATERMARK_BYTES`) is this minus the queue's reserved size, computed
+    /// when it is read (`Shared::take_port_watermarks`): the shared part of a queue's use only
+    /// grows with its total, so the maximum of one is the maximum of the other, and the
+    /// per-frame path keeps one watermark per queue.
     pub queue_watermark: PerPrio<Watermark>,
     /// Frames received on this port and punted to the control plane, per
     /// [`crate::punt::PuntReason`] (by index).
@@ -216,8 +273,9 @@ pub struct IngressPortCounters {
     pub inject_frames: Counter,
     /// Bytes of those frames.
     pub inject_bytes: Counter,
-    /// Frames the control plane injected towards this port and that were dropped, by reason
-    /// (not in `drops`, which counts frames received on the port).
+    /// Frames the control plane injected towards this port and that were dropped, by reason.
+    /// Those a queue refused (`egress_queue_limit`, `queue_ring_full`) are also in `drops`
+    /// and `queue_admission_drops`, as any frame the port's queues refuse.
     pub inject_drops: [Counter; DropReason::COUNT],
 }
 
@@ -250,7 +308,8 @@ pub struct EgressPortCounters {
     pub pfc_tx: PerPrio<Counter>,
     /// PFC frames sent.
     pub pfc_frames_tx: Counter,
-    /// Drops by reason (egress reasons only).
+    /// Drops by reason (egress reasons only: WRED, the watchdog's queue drop, and `no_buffer`
+    /// for a PFC frame that could not be built, which is not a frame the port discarded).
     pub drops: [Counter; DropReason::COUNT],
     /// Sum of queueing delays of sent frames, ns (with `tx_frames`, the mean).
     pub queue_delay_ns_sum: PerPrio<Counter>,
@@ -316,6 +375,24 @@ mod tests {
         assert_eq!(delay_bucket(1024), 11);
         assert_eq!(delay_bucket_floor(11), 1024);
         assert_eq!(delay_bucket(u64::MAX), DELAY_BUCKETS - 1);
+    }
+
+    #[test]
+    fn every_egress_queue_reason_is_a_tx_discard_and_no_ingress_reason_is() {
+        use PortDropClass::*;
+        for r in DropReason::ALL {
+            let class = r.port_class();
+            let egress = matches!(
+                r,
+                DropReason::EgressQueueLimit
+                    | DropReason::QueueRingFull
+                    | DropReason::WredDrop
+                    | DropReason::PfcwdQueue
+            );
+            assert_eq!(class == TxDiscard, egress, "{r:?}");
+        }
+        assert_eq!(DropReason::Oversize.port_class(), RxError);
+        assert_eq!(DropReason::IngressLossyLimit.port_class(), RxDiscard);
     }
 
     #[test]

@@ -387,11 +387,14 @@ fn retag<F: Frame>(
     Ok(Some(frame.len()))
 }
 
-/// Counts a frame that egress admission (or its ring) refused, against the egress port.
+/// Counts a frame that egress admission (or its ring) refused for `reason`, against the
+/// egress port (SAI charges a queue's drop to its port's `IF_OUT_DISCARDS`, not to the port
+/// the frame came in on).
 #[inline(never)]
-fn count_refused(out_counters: &IngressPortCounters, q: usize, len: usize) {
+fn count_refused(out_counters: &IngressPortCounters, q: usize, len: usize, reason: DropReason) {
     out_counters.queue_admission_drops[q].inc();
     out_counters.queue_admission_drop_bytes[q].add(len as u64);
+    out_counters.drops[reason.index()].inc();
 }
 
 /// Counts a drop of `frame` received on the port of `counters`, and drops it.
@@ -603,6 +606,7 @@ impl<F: Frame> IngressState<F> {
             // Counted in the PG's packets too, as every PG drop is: SAI's DROPPED_PACKETS is a
             // subset of PACKETS, and the watchdog's RX OK is their difference.
             counters.pg_frames[pg].inc();
+            counters.pg_bytes[pg].add(len as u64);
             counters.pg_drops[pg].inc();
             return drop_frame(counters, DropReason::PfcwdIngress, frame);
         }
@@ -725,6 +729,7 @@ impl<F: Frame> IngressState<F> {
         }
         let cells = self.cell.cells(len);
         counters.pg_frames[pg].inc();
+        counters.pg_bytes[pg].add(len as u64);
         let admitted = match self.buffers.admit_frame(in_p, pg, u64::from(cells)) {
             Ok(admitted) => admitted,
             Err(reason) => {
@@ -737,16 +742,16 @@ impl<F: Frame> IngressState<F> {
             Ok(admitted) => admitted,
             Err(reason) => {
                 self.refuse_enqueue(in_p, pg, o, q, cells, false);
-                count_refused(out_counters, q, len);
-                return drop_frame(counters, reason, frame);
+                count_refused(out_counters, q, len, reason);
+                return drop(frame);
             }
         };
         let producer = &mut self.producers[o][q];
         if producer.is_full() {
             // The ring is sized from the config; reaching its end is a drop like any other.
             self.refuse_enqueue(in_p, pg, o, q, cells, true);
-            count_refused(out_counters, q, len);
-            return drop_frame(counters, DropReason::QueueRingFull, frame);
+            count_refused(out_counters, q, len, DropReason::QueueRingFull);
+            return drop(frame);
         }
         let meta = FrameMeta::new(
             m.in_port.0,
@@ -769,9 +774,6 @@ impl<F: Frame> IngressState<F> {
         }
         // Accepted: account it and take the PFC decision for the PG. Levels come from what the
         // admissions returned, which is the accounting as it stands now.
-        let tc = m.tc.index() % PRIORITY_COUNT;
-        counters.rx_tc_frames[tc].inc();
-        counters.rx_tc_bytes[tc].add(len as u64);
         let cell = u64::from(self.cell.bytes);
         let pg_state = admitted.pg;
         counters.pg_shared_watermark[pg].observe(pg_state.shared_used * cell);
@@ -823,6 +825,8 @@ impl<F: Frame> IngressState<F> {
         frame: F,
     ) {
         let p = port.index();
+        // In `rx_frames`, never in `RX_OK`: the MAC Control sublayer consumes it (802.3 31.5).
+        counters.mac_control_rx.inc();
         // MAC Control frames are untagged (802.3 31.4); a tagged one is malformed.
         let parsed = if l2.vlan.is_some() {
             Err(WireError::WrongEtherType)
@@ -962,7 +966,7 @@ impl<F: Frame> IngressState<F> {
             Ok(admitted) => admitted,
             Err(reason) => {
                 self.buffers.release(cpu, 0, u64::from(cells));
-                count_refused(out_counters, q, len);
+                count_refused(out_counters, q, len, reason);
                 return Err(reason);
             }
         };
@@ -970,7 +974,7 @@ impl<F: Frame> IngressState<F> {
         if producer.is_full() {
             self.buffers.release(cpu, 0, u64::from(cells));
             self.egress_buffers.release(o, q, u64::from(cells));
-            count_refused(out_counters, q, len);
+            count_refused(out_counters, q, len, DropReason::QueueRingFull);
             return Err(DropReason::QueueRingFull);
         }
         let meta = FrameMeta::new(

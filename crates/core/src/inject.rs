@@ -25,9 +25,10 @@
 //! injected frames are queued at once) and link time (the scheduler and shaper treat it as the
 //! queue's traffic).
 //!
-//! Each refusal is counted per port in `inject_drops` by reason; what was enqueued, in
-//! `inject_frames` and `inject_bytes` (the ingress side's counters of the port the frame leaves
-//! by).
+//! Each refusal is counted per port in `inject_drops` by reason (a queue's refusal also in the
+//! port's `drops` and `queue_admission_drops`, as any frame its queues refuse: `TX_DRP`); what
+//! was enqueued, in `inject_frames` and `inject_bytes` (the ingress side's counters of the port
+//! the frame leaves by).
 
 use crate::token_bucket::RateLimit;
 

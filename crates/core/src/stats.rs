@@ -5,7 +5,7 @@
 //! counted as received may not yet be counted as sent — but each counter is exact and
 //! monotonic, which is what rates and deltas need.
 
-use crate::counters::DropReason;
+use crate::counters::{DropReason, PortDropClass};
 use crate::shared::Shared;
 use crate::time::Instant;
 use crate::types::{PortId, Priority, PRIORITY_COUNT};
@@ -32,9 +32,12 @@ pub struct QueueStats {
 /// One ingress priority group.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PgStats {
-    /// Frames that reached admission.
+    /// Frames that reached admission, dropped ones included (SAI
+    /// `INGRESS_PRIORITY_GROUP_STAT_PACKETS`).
     pub frames: u64,
-    /// Frames dropped at admission.
+    /// Bytes of those frames (`INGRESS_PRIORITY_GROUP_STAT_BYTES`).
+    pub bytes: u64,
+    /// Frames dropped at admission (`_DROPPED_PACKETS`).
     pub drops: u64,
     /// Bytes held now.
     pub used_bytes: u64,
@@ -43,16 +46,39 @@ pub struct PgStats {
 }
 
 /// Everything counted about one port, summed over sides.
+///
+/// The `rx_*_frames`/`tx_*_frames` fields are SAI's port counters as SONiC's portstat shows
+/// them (`show interfaces counters`); they are computed from the per-reason drops when the
+/// counters are read ([`crate::counters::DropReason::port_class`]), so the per-frame path
+/// counts nothing twice.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortStats {
-    /// Frames received (all, including dropped and MAC Control).
+    /// Frames received (all, including dropped, errored and MAC Control).
     pub rx_frames: u64,
-    /// Bytes received.
+    /// Bytes received (all frames: SAI `IF_IN_OCTETS`).
     pub rx_bytes: u64,
-    /// Frames admitted per traffic class.
-    pub rx_tc_frames: [u64; PRIORITY_COUNT],
-    /// Bytes admitted per traffic class.
-    pub rx_tc_bytes: [u64; PRIORITY_COUNT],
+    /// MAC Control frames received (PFC, PAUSE, other opcodes, malformed).
+    pub mac_control_rx: u64,
+    /// SONiC `RX_OK` (SAI `IF_IN_UCAST_PKTS + IF_IN_NON_UCAST_PKTS`): frames received whole
+    /// and well-formed, except MAC Control frames (consumed by the MAC Control sublayer, IEEE
+    /// 802.3 Clause 31). Frames discarded afterwards are included, as an ASIC's MAC counts them
+    /// (they are in `rx_discard_frames` too); so are frames for the switch itself (LLDP …).
+    pub rx_ok_frames: u64,
+    /// `RX_ERR` (`IF_IN_ERRORS`): runts, oversize frames, malformed MAC Control frames.
+    pub rx_error_frames: u64,
+    /// `RX_OVR` (`ETHER_RX_OVERSIZE_PKTS`): frames longer than the port's MTU (also in
+    /// `rx_error_frames`).
+    pub rx_oversize_frames: u64,
+    /// `RX_DRP` (`IF_IN_DISCARDS`): frames received well-formed and discarded at ingress (VLAN
+    /// filtering, no destination, PG admission, the watchdog's ingress drop, CoPP …).
+    pub rx_discard_frames: u64,
+    /// `TX_DRP` (`IF_OUT_DISCARDS`): frames discarded at or in one of this port's egress
+    /// queues (egress admission, ring full, WRED, the watchdog), whichever port they came in on:
+    /// the sum of the queues' `drop_frames`.
+    pub tx_discard_frames: u64,
+    /// `TX_ERR` (`IF_OUT_ERRORS`) as the dataplane counts it (`tx_error` drops; the backend's
+    /// refusals are added by the control plane).
+    pub tx_error_frames: u64,
     /// PFC frames received per priority (XON included).
     pub pfc_rx: [u64; PRIORITY_COUNT],
     /// PFC frames sent per priority (XON included).
@@ -104,8 +130,13 @@ impl PortStats {
         Self {
             rx_frames: f(self.rx_frames, other.rx_frames),
             rx_bytes: f(self.rx_bytes, other.rx_bytes),
-            rx_tc_frames: arr(&self.rx_tc_frames, &other.rx_tc_frames),
-            rx_tc_bytes: arr(&self.rx_tc_bytes, &other.rx_tc_bytes),
+            mac_control_rx: f(self.mac_control_rx, other.mac_control_rx),
+            rx_ok_frames: f(self.rx_ok_frames, other.rx_ok_frames),
+            rx_error_frames: f(self.rx_error_frames, other.rx_error_frames),
+            rx_oversize_frames: f(self.rx_oversize_frames, other.rx_oversize_frames),
+            rx_discard_frames: f(self.rx_discard_frames, other.rx_discard_frames),
+            tx_discard_frames: f(self.tx_discard_frames, other.tx_discard_frames),
+            tx_error_frames: f(self.tx_error_frames, other.tx_error_frames),
             pfc_rx: arr(&self.pfc_rx, &other.pfc_rx),
             pfc_tx: arr(&self.pfc_tx, &other.pfc_tx),
             pfc_frames_tx: f(self.pfc_frames_tx, other.pfc_frames_tx),
@@ -132,6 +163,7 @@ impl PortStats {
                 let (a, b) = (&self.pgs[i], &other.pgs[i]);
                 PgStats {
                     frames: f(a.frames, b.frames),
+                    bytes: f(a.bytes, b.bytes),
                     drops: f(a.drops, b.drops),
                     used_bytes: a.used_bytes,
                     xoff_transitions: f(a.xoff_transitions, b.xoff_transitions),
@@ -157,12 +189,15 @@ impl PortStats {
 /// Read-and-clear watermarks of one port, bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortWatermarks {
-    /// Highest shared use per PG.
+    /// Highest shared use per PG (above its reserved size: SAI's PG `SHARED_WATERMARK_BYTES`).
     pub pg_shared: [u64; PRIORITY_COUNT],
     /// Highest headroom use per PG.
     pub pg_headroom: [u64; PRIORITY_COUNT],
-    /// Highest use per egress queue.
-    pub queue: [u64; PRIORITY_COUNT],
+    /// Highest shared use per egress queue: above its reserved size (SAI
+    /// `QUEUE_STAT_SHARED_WATERMARK_BYTES`, SONiC `show queue watermark`).
+    pub queue_shared: [u64; PRIORITY_COUNT],
+    /// Highest total use per egress queue (reserved and shared).
+    pub queue_total: [u64; PRIORITY_COUNT],
 }
 
 /// Read-and-clear watermarks of one pool, bytes.
@@ -185,22 +220,30 @@ impl Shared {
             s.rx_frames += c.rx_frames.get();
             s.rx_bytes += c.rx_bytes.get();
             s.pfc_frames_rx += c.pfc_frames_rx.get();
+            s.mac_control_rx += c.mac_control_rx.get();
             s.pause_rx += c.pause_rx.get();
             s.pause_rx_ignored += c.pause_rx_ignored.get();
             s.fdb_learn_table_full += c.fdb_learn_table_full.get();
             for i in 0..PRIORITY_COUNT {
-                s.rx_tc_frames[i] += c.rx_tc_frames[i].get();
-                s.rx_tc_bytes[i] += c.rx_tc_bytes[i].get();
                 s.pfc_rx[i] += c.pfc_rx[i].get();
                 s.pgs[i].frames += c.pg_frames[i].get();
+                s.pgs[i].bytes += c.pg_bytes[i].get();
                 s.pgs[i].drops += c.pg_drops[i].get();
                 s.pgs[i].used_bytes += c.pg_used_bytes[i].get();
                 s.pgs[i].xoff_transitions += c.pg_xoff_transitions[i].get();
                 s.queues[i].drop_frames += c.queue_admission_drops[i].get();
                 s.queues[i].drop_bytes += c.queue_admission_drop_bytes[i].get();
             }
-            for (d, c) in s.drops.iter_mut().zip(&c.drops) {
-                *d += c.get();
+            for (r, (d, c)) in DropReason::ALL.iter().zip(s.drops.iter_mut().zip(&c.drops)) {
+                let n = c.get();
+                *d += n;
+                match r.port_class() {
+                    PortDropClass::RxError => s.rx_error_frames += n,
+                    PortDropClass::RxDiscard => s.rx_discard_frames += n,
+                    PortDropClass::TxDiscard => s.tx_discard_frames += n,
+                    PortDropClass::TxError => s.tx_error_frames += n,
+                    PortDropClass::Injected => {}
+                }
             }
         }
         for side in &self.egress_counters {
@@ -216,10 +259,27 @@ impl Shared {
                 q.ecn_marked += c.ecn_marked[i].get();
                 q.delay_ns_sum += c.queue_delay_ns_sum[i].get();
             }
-            for (d, c) in s.drops.iter_mut().zip(&c.drops) {
-                *d += c.get();
+            for (r, (d, c)) in DropReason::ALL.iter().zip(s.drops.iter_mut().zip(&c.drops)) {
+                let n = c.get();
+                *d += n;
+                // An egress side drops frames of its queues; its `no_buffer` is a PFC frame it
+                // could not build, not a frame the port discarded.
+                match r.port_class() {
+                    PortDropClass::TxDiscard => s.tx_discard_frames += n,
+                    PortDropClass::TxError => s.tx_error_frames += n,
+                    _ => {}
+                }
             }
         }
+        s.rx_oversize_frames = s.drops[DropReason::Oversize.index()];
+        // Every frame received is MAC Control, or errored (runt, oversize; a malformed MAC
+        // Control frame is in both), or `RX_OK`. Saturating: `rx_frames` is added once per
+        // burst, after the burst's drops, so a read can fall between the two.
+        s.rx_ok_frames = s
+            .rx_frames
+            .saturating_sub(s.mac_control_rx)
+            .saturating_sub(s.drops[DropReason::Runt.index()])
+            .saturating_sub(s.rx_oversize_frames);
         for prio in Priority::ALL {
             s.paused_ns[prio.index()] = self.pfc.view(p, prio).paused_ns(now);
         }
@@ -233,15 +293,24 @@ impl Shared {
     /// Reads and clears the watermarks of `port` (SAI `READ_AND_CLEAR`).
     pub fn take_port_watermarks(&self, port: PortId) -> PortWatermarks {
         let p = port.index();
+        let params = &self.params;
+        let cell = u64::from(params.cell_size_bytes);
+        // What each ingress side's accounting reserves for each queue, in whole cells (as
+        // admission counts it).
+        let reserved: [u64; PRIORITY_COUNT] = core::array::from_fn(|q| {
+            params.cells(params.ports[p].queues[q].profile.reserved_bytes) * cell
+        });
         let mut w = PortWatermarks::default();
         for side in &self.ingress_counters {
             let c = &side.ports[p];
-            for i in 0..PRIORITY_COUNT {
+            for (i, reserved) in reserved.iter().enumerate() {
                 w.pg_shared[i] = w.pg_shared[i].max(c.pg_shared_watermark[i].take());
                 w.pg_headroom[i] = w.pg_headroom[i].max(c.pg_headroom_watermark[i].take());
                 // Several ingress sides may feed one queue; the sum of their maxima bounds the
                 // queue's maximum from above.
-                w.queue[i] += c.queue_watermark[i].take();
+                let total = c.queue_watermark[i].take();
+                w.queue_total[i] += total;
+                w.queue_shared[i] += total.saturating_sub(*reserved);
             }
         }
         w

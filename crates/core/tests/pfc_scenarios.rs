@@ -248,16 +248,21 @@ fn lossy_queue_drops_at_its_limit_and_never_causes_pfc() {
         );
     }
     assert_eq!(
-        lab.rx_counters(0).drops[DropReason::EgressQueueLimit.index()].get(),
+        lab.rx_counters(2).drops[DropReason::EgressQueueLimit.index()].get(),
         0
     );
     lab.rx(
         0,
         ipv4_frame(HOST_A, HOST_C, LOSSY_DSCP, Ecn::NotEct, FRAME_LEN),
     );
+    // Charged to the egress port (SAI's IF_OUT_DISCARDS), not to the port it came in on.
+    assert_eq!(
+        lab.rx_counters(2).drops[DropReason::EgressQueueLimit.index()].get(),
+        1
+    );
     assert_eq!(
         lab.rx_counters(0).drops[DropReason::EgressQueueLimit.index()].get(),
-        1
+        0
     );
     assert_eq!(lab.rx_counters(2).queue_admission_drops[1].get(), 1);
     assert!(lab.pfc_out(0).is_empty(), "a lossy queue never causes PFC");

@@ -458,7 +458,11 @@ impl Backend for DpdkBackend {
         // The switch sees the MTU it is configured with (at most the port's).
         info.max_frame_len = usize::from(wanted_mtu) + usize::from(FRAME_OVERHEAD_BYTES);
         let handle = kept.handle.clone();
-        let stats: StatsReader = Arc::new(move || handle.backend_stats());
+        // Counted from this opening, like a freshly opened AF_PACKET socket: the NIC's
+        // counters run on across reconfigurations (the port is kept), and the control
+        // plane carries what each dataplane counted over to the next.
+        let origin = handle.backend_stats();
+        let stats: StatsReader = Arc::new(move || handle.backend_stats().since(&origin));
         Ok(OpenedPort {
             rx: DpdkRx {
                 queue: Some(rx),

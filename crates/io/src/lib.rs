@@ -34,7 +34,9 @@ pub struct PortInfo {
     pub max_frame_len: usize,
 }
 
-/// Counters a backend keeps itself (kernel or NIC level), read by the control plane.
+/// Counters a backend keeps itself (kernel or NIC level), read by the control plane: counted
+/// from the moment the port was opened for the running dataplane (the control plane carries
+/// them over a reconfiguration).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BackendStats {
     /// Frames received from the device.
@@ -47,6 +49,21 @@ pub struct BackendStats {
     pub tx_failed: u64,
     /// Frames that could not be received because the frame pool was empty.
     pub rx_no_buffer: u64,
+}
+
+impl BackendStats {
+    /// What was counted since `origin`, an earlier reading of the same counters (saturating:
+    /// a device that reset its counters reads as nothing new).
+    #[must_use]
+    pub fn since(&self, origin: &Self) -> Self {
+        Self {
+            rx_frames: self.rx_frames.saturating_sub(origin.rx_frames),
+            tx_frames: self.tx_frames.saturating_sub(origin.tx_frames),
+            rx_missed: self.rx_missed.saturating_sub(origin.rx_missed),
+            tx_failed: self.tx_failed.saturating_sub(origin.tx_failed),
+            rx_no_buffer: self.rx_no_buffer.saturating_sub(origin.rx_no_buffer),
+        }
+    }
 }
 
 /// The receive half of a port.

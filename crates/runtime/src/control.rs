@@ -10,22 +10,27 @@ mod clients;
 
 pub use clients::{CLIENTS_MAX, REQUEST_BYTES_MAX, REQUEST_DEADLINE, RESPONSE_DEADLINE};
 
+use crate::ledger::{DelayTally, Ledger, PortTally};
 use crate::mirror::{CAPTURE_CONTROL_ONLY, CAPTURE_RX, CAPTURE_TX};
 use crate::protocol::{
     CaptureRequest, Change, Clear, DelayHistogramRow, FdbRow, PfcCounters, PfcPriority,
-    PfcwdConfig, PfcwdConfigRow, PfcwdStatsRow, PgDropRow, PgWatermarkKind, PoolWatermarkRow,
-    PortSummary, QueueCounters, Request, Response, RunningConfig, Show, Snapshot, WatermarkRow,
+    PfcwdConfig, PfcwdConfigRow, PfcwdStatsRow, PgCountersRow, PgDropRow, PgWatermarkKind,
+    PoolWatermarkRow, PortSummary, PortstatRow, QueueCounters, QueueWatermarkKind, Request,
+    Response, RunningConfig, Show, Snapshot, WatermarkRow,
 };
+use crate::rates::{utilisation_percent, RateInputs, RateMeter, RATE_INTERVAL};
 use crate::Running;
 use headroom_config::Config;
 use headroom_core::counters::DropReason;
 use headroom_core::shared::Shared;
 use headroom_core::stats::PortStats;
 use headroom_core::types::{PortId, PRIORITY_COUNT};
+use headroom_io::BackendStats;
 use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How often watermarks are folded from the read-and-clear source into the views.
@@ -45,75 +50,103 @@ pub const FDB_DUMP_INTERVAL: Duration = Duration::from_millis(200);
 /// port is captured loses whole records (counted) rather than stalling the control loop.
 const CAPTURE_BUFFER_BYTES: usize = 1 << 20;
 
-/// The PFC watchdog's statistics of one queue as plain numbers (SONiC's
-/// `PFC_WD_QUEUE_STATS_*`): read from a dataplane's atomics, carried over reconfigurations and
-/// snapshotted by `clear counters` like every other counter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WatchdogTotals {
-    /// Storms detected.
-    pub detected: u64,
-    /// Storms restored.
-    pub restored: u64,
-    /// Frames the queue sent while stormed.
-    pub tx_ok: u64,
-    /// Frames the queue dropped while stormed.
-    pub tx_drop: u64,
-    /// Frames the port's PG of the same index admitted while stormed.
-    pub rx_ok: u64,
-    /// Frames the port's PG of the same index dropped while stormed.
-    pub rx_drop: u64,
-    /// `[tx_ok, tx_drop, rx_ok, rx_drop]` of the last storm.
-    pub last: [u64; 4],
+pub use crate::ledger::WatchdogTotals;
+
+/// A stopped dataplane's final counters, which the control plane carries into the next one:
+/// its shared state, and its ports' backend counters read just before it stopped (they go with
+/// the ports).
+#[derive(Debug)]
+pub struct Retired {
+    shared: Arc<Shared>,
+    backend: Vec<BackendStats>,
 }
 
-impl WatchdogTotals {
-    fn read(w: &headroom_core::shared::WatchdogStats) -> Self {
+impl Retired {
+    /// Reads the backends' counters, then stops the dataplane (drain, join).
+    #[must_use]
+    pub fn stop(running: Running) -> Self {
+        let backend = (0..running.shared().params.ports.len())
+            .map(|p| running.backend_stats(port_id(p)))
+            .collect();
         Self {
-            detected: w.detected.get(),
-            restored: w.restored.get(),
-            tx_ok: w.tx_ok.get(),
-            tx_drop: w.tx_drop.get(),
-            rx_ok: w.rx_ok.get(),
-            rx_drop: w.rx_drop.get(),
-            last: [
-                w.last_tx_ok.get(),
-                w.last_tx_drop.get(),
-                w.last_rx_ok.get(),
-                w.last_rx_drop.get(),
-            ],
+            shared: running.stop(),
+            backend,
         }
     }
 
-    /// `self` (a replaced dataplane's totals) followed by `later` (the next dataplane's): the
-    /// counts add up; the last storm is the later one's if it saw any.
-    fn then(&self, later: &Self) -> Self {
-        Self {
-            detected: self.detected + later.detected,
-            restored: self.restored + later.restored,
-            tx_ok: self.tx_ok + later.tx_ok,
-            tx_drop: self.tx_drop + later.tx_drop,
-            rx_ok: self.rx_ok + later.rx_ok,
-            rx_drop: self.rx_drop + later.rx_drop,
-            last: if later.detected > 0 {
-                later.last
-            } else {
-                self.last
-            },
-        }
+    /// The stopped dataplane's shared state.
+    #[must_use]
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
-    /// What was counted since the snapshot `cleared`; the last storm only if one was detected
-    /// since (SONiC's clear of the watchdog statistics zeroes the last-storm values too).
-    fn since(&self, cleared: &Self) -> Self {
-        let detected = self.detected.saturating_sub(cleared.detected);
+    /// Everything it counted about `port`.
+    fn tally(&self, port: usize) -> PortTally {
+        live_tally(
+            &self.shared,
+            self.backend.get(port).copied().unwrap_or_default(),
+            port,
+            headroom_core::time::Instant::MAX,
+        )
+    }
+}
+
+/// What a dataplane counted about `port` at `now` (its sides' counters summed, the watchdog's
+/// and the delay histograms of the egress side that owns the port), with `backend` the port's
+/// backend counters.
+fn live_tally(
+    shared: &Shared,
+    backend: BackendStats,
+    port: usize,
+    now: headroom_core::time::Instant,
+) -> PortTally {
+    let egress = &shared.egress_counters[shared.layout.egress_side_of_port[port]];
+    PortTally {
+        stats: shared.port_stats(port_id(port), now),
+        backend,
+        pfcwd: core::array::from_fn(|q| WatchdogTotals::read(&egress.watchdog[port][q])),
+        delay: DelayTally(core::array::from_fn(|q| {
+            let buckets = &egress.ports[port].queue_delay_buckets[q].0;
+            core::array::from_fn(|b| buckets[b].get())
+        })),
+    }
+}
+
+/// SONiC's portstat columns of one port, computed from its tally (the dataplane's drops by
+/// class and the backend's counters): the one place `show interfaces counters` and the
+/// Prometheus exporter take them from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortstatCounts {
+    /// `RX_OK`.
+    pub rx_ok: u64,
+    /// `RX_ERR`.
+    pub rx_err: u64,
+    /// `RX_DRP`: ingress discards, plus what the kernel or NIC dropped before the switch saw it
+    /// (`backend_rx_missed`, and frames the pool had no buffer for).
+    pub rx_drp: u64,
+    /// `RX_OVR`.
+    pub rx_ovr: u64,
+    /// `TX_OK`.
+    pub tx_ok: u64,
+    /// `TX_ERR`: frames the device refused.
+    pub tx_err: u64,
+    /// `TX_DRP`.
+    pub tx_drp: u64,
+}
+
+impl PortstatCounts {
+    /// The columns of `t`.
+    #[must_use]
+    pub fn of(t: &PortTally) -> Self {
+        let s = &t.stats;
         Self {
-            detected,
-            restored: self.restored.saturating_sub(cleared.restored),
-            tx_ok: self.tx_ok.saturating_sub(cleared.tx_ok),
-            tx_drop: self.tx_drop.saturating_sub(cleared.tx_drop),
-            rx_ok: self.rx_ok.saturating_sub(cleared.rx_ok),
-            rx_drop: self.rx_drop.saturating_sub(cleared.rx_drop),
-            last: if detected > 0 { self.last } else { [0; 4] },
+            rx_ok: s.rx_ok_frames,
+            rx_err: s.rx_error_frames,
+            rx_drp: s.rx_discard_frames + t.backend.rx_missed + t.backend.rx_no_buffer,
+            rx_ovr: s.rx_oversize_frames,
+            tx_ok: s.tx_frames(),
+            tx_err: s.tx_error_frames + t.backend.tx_failed,
+            tx_drp: s.tx_discard_frames,
         }
     }
 }
@@ -125,8 +158,11 @@ pub struct PortMarks {
     pub pg_shared: [u64; PRIORITY_COUNT],
     /// Highest headroom use per PG.
     pub pg_headroom: [u64; PRIORITY_COUNT],
-    /// Highest use per queue.
-    pub queue: [u64; PRIORITY_COUNT],
+    /// Highest shared use per queue (above its reserved size: SAI's
+    /// `QUEUE_STAT_SHARED_WATERMARK_BYTES`).
+    pub queue_shared: [u64; PRIORITY_COUNT],
+    /// Highest total use per queue (reserved and shared).
+    pub queue_total: [u64; PRIORITY_COUNT],
 }
 
 /// A watermark view: SONiC's USER or PERSISTENT table.
@@ -151,7 +187,8 @@ impl Marks {
         for i in 0..PRIORITY_COUNT {
             m.pg_shared[i] = m.pg_shared[i].max(w.pg_shared[i]);
             m.pg_headroom[i] = m.pg_headroom[i].max(w.pg_headroom[i]);
-            m.queue[i] = m.queue[i].max(w.queue[i]);
+            m.queue_shared[i] = m.queue_shared[i].max(w.queue_shared[i]);
+            m.queue_total[i] = m.queue_total[i].max(w.queue_total[i]);
         }
     }
 }
@@ -237,11 +274,15 @@ pub struct ControlPlane {
     config_path: PathBuf,
     config_text: String,
     config: Config,
-    base: Vec<PortStats>,
-    cleared: Vec<PortStats>,
-    /// Backend counters (kernel/NIC) at the last `clear counters`, per port. Backends restart
-    /// their counters when a reconfiguration reopens the ports; this is reset then.
-    cleared_backend: Vec<headroom_io::BackendStats>,
+    /// Per port: what replaced dataplanes counted and the last clear's snapshot, for every
+    /// counter of the port (`crate::ledger`).
+    ledgers: Vec<Ledger<PortTally>>,
+    /// FDB updates lost to full learn rings, summed over ingress sides (the layout may change
+    /// with a reconfiguration).
+    fdb_sync_overflow: Ledger<u64>,
+    /// Per port: rates for `show interfaces counters`, sampled every [`RATE_INTERVAL`].
+    rates: Vec<RateMeter>,
+    last_rate_sample: std::time::Instant,
     user_marks: Marks,
     persistent_marks: Marks,
     last_watermark_poll: std::time::Instant,
@@ -261,15 +302,6 @@ pub struct ControlPlane {
     alarms: Vec<[bool; PRIORITY_COUNT]>,
     /// The dataplane was replaced: its capture flags must be set again.
     capture_flags_stale: bool,
-    /// `[port][queue][bucket]`: queueing-delay histograms of replaced dataplanes (empty: 0).
-    delay_base: Vec<Vec<Vec<u64>>>,
-    /// `[port][queue]`: PFC watchdog statistics of replaced dataplanes.
-    pfcwd_base: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
-    /// FDB updates lost to full learn rings by previous dataplanes (summed over their ingress
-    /// sides: the layout may change with a reconfiguration).
-    fdb_sync_overflow_base: u64,
-    /// `[port][queue]`: PFC watchdog totals at the last `clear counters`.
-    pfcwd_cleared: Vec<[WatchdogTotals; PRIORITY_COUNT]>,
     /// Link state of each port at the last link poll (`None`: unknown or not read yet).
     links: Vec<Option<bool>>,
     last_link_poll: std::time::Instant,
@@ -327,9 +359,13 @@ impl ControlPlane {
             socket_path,
             config_path: config_path.to_owned(),
             config_text: text,
-            base: vec![PortStats::default(); ports],
-            cleared: vec![PortStats::default(); ports],
-            cleared_backend: vec![headroom_io::BackendStats::default(); ports],
+            ledgers: vec![Ledger::default(); ports],
+            fdb_sync_overflow: Ledger::default(),
+            rates: vec![RateMeter::default(); ports],
+            // The first poll takes the first sample.
+            last_rate_sample: std::time::Instant::now()
+                .checked_sub(RATE_INTERVAL)
+                .unwrap_or_else(std::time::Instant::now),
             user_marks: Marks::new(ports, pools),
             persistent_marks: Marks::new(ports, pools),
             last_watermark_poll: std::time::Instant::now(),
@@ -341,11 +377,7 @@ impl ControlPlane {
             started: std::time::Instant::now(),
             alarms: vec![[false; PRIORITY_COUNT]; ports],
             capture_flags_stale: false,
-            delay_base: vec![Vec::new(); ports],
-            pfcwd_base: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
-            fdb_sync_overflow_base: 0,
             fdb_dumps: 0,
-            pfcwd_cleared: vec![[WatchdogTotals::default(); PRIORITY_COUNT]; ports],
             links: vec![None; ports],
             // The first poll reads the links.
             last_link_poll: std::time::Instant::now()
@@ -403,39 +435,45 @@ impl ControlPlane {
         &self.socket_path
     }
 
-    /// Counters of `port` since start (carried over reconfigurations), before any clear.
+    /// What the running dataplane counted about `port` so far.
+    fn live(&self, running: &Running, port: usize) -> PortTally {
+        live_tally(
+            running.shared(),
+            running.backend_stats(port_id(port)),
+            port,
+            running.clock().now(),
+        )
+    }
+
+    /// Every counter of `port` since start (carried over reconfigurations), before any clear:
+    /// what Prometheus exports.
+    #[must_use]
+    pub fn port_totals(&self, running: &Running, port: usize) -> PortTally {
+        self.ledgers[port].total(&self.live(running, port))
+    }
+
+    /// Every counter of `port` as operators see them: since the last `clear counters`.
+    #[must_use]
+    pub fn port_visible(&self, running: &Running, port: usize) -> PortTally {
+        self.ledgers[port].visible(&self.live(running, port))
+    }
+
+    /// The dataplane's counters of `port` since start, before any clear.
     #[must_use]
     pub fn total_stats(&self, running: &Running, port: usize) -> PortStats {
-        let now = running.clock().now();
-        running
-            .shared()
-            .port_stats(port_id(port), now)
-            .plus(&self.base[port])
+        self.port_totals(running, port).stats
     }
 
-    /// Counters of `port` since start from a stopped dataplane's final state.
+    /// Every counter of `port` since start from a stopped dataplane's final state.
     #[must_use]
-    pub fn final_stats(&self, shared: &Shared, port: usize) -> PortStats {
-        shared
-            .port_stats(port_id(port), headroom_core::time::Instant::MAX)
-            .plus(&self.base[port])
+    pub fn final_totals(&self, old: &Retired, port: usize) -> PortTally {
+        self.ledgers[port].total(&old.tally(port))
     }
 
-    /// Counters of `port` as operators see them (minus the last clear).
+    /// The dataplane's counters of `port` as operators see them (minus the last clear).
     #[must_use]
     pub fn visible_stats(&self, running: &Running, port: usize) -> PortStats {
-        self.total_stats(running, port).minus(&self.cleared[port])
-    }
-
-    /// The PFC watchdog statistics of `(port, queue)` since start (carried over
-    /// reconfigurations), before any clear: what Prometheus exports.
-    #[must_use]
-    pub fn pfcwd_totals(&self, shared: &Shared, port: usize, queue: usize) -> WatchdogTotals {
-        let side = shared.layout.egress_side_of_port[port];
-        let now = WatchdogTotals::read(&shared.egress_counters[side].watchdog[port][queue]);
-        self.pfcwd_base
-            .get(port)
-            .map_or(now, |base| base[queue].then(&now))
+        self.port_visible(running, port).stats
     }
 
     /// FDB updates that an ingress side could not pass to another because the learn ring was
@@ -444,23 +482,33 @@ impl ControlPlane {
     /// means stations are learned faster than the lcores drain their rings.
     #[must_use]
     pub fn fdb_sync_overflow_total(&self, shared: &Shared) -> u64 {
-        self.fdb_sync_overflow_base + fdb_sync_overflow(shared)
+        self.fdb_sync_overflow.total(&fdb_sync_overflow(shared))
     }
 
-    /// The queueing-delay histogram of `(port, queue)` since start (carried over
-    /// reconfigurations like the counters): frames per log2 bucket
-    /// (`headroom_core::counters::delay_bucket`).
+    /// The smoothed rates of `port` for `show interfaces counters` (`None` until two samples
+    /// a second apart were taken).
     #[must_use]
-    pub fn delay_buckets(&self, running: &Running, port: usize, queue: usize) -> Vec<u64> {
-        let shared = running.shared();
-        let side = shared.layout.egress_side_of_port[port];
-        let base = self.delay_base.get(port).and_then(|q| q.get(queue));
-        shared.egress_counters[side].ports[port].queue_delay_buckets[queue]
-            .0
-            .iter()
-            .enumerate()
-            .map(|(k, c)| c.get() + base.and_then(|b| b.get(k)).copied().unwrap_or(0))
-            .collect()
+    pub fn rates(&self, port: usize) -> Option<crate::rates::Rates> {
+        self.rates.get(port).and_then(RateMeter::rates)
+    }
+
+    /// Takes a rate sample of every port (totals since start: a clear does not disturb rates,
+    /// nor does a reconfiguration).
+    fn sample_rates(&mut self, running: &Running) {
+        let at = std::time::Instant::now();
+        for p in 0..self.config.ports.len() {
+            let t = self.port_totals(running, p);
+            let c = PortstatCounts::of(&t);
+            self.rates[p].sample(
+                at,
+                RateInputs {
+                    rx_bytes: t.stats.rx_bytes,
+                    tx_bytes: t.stats.tx_bytes(),
+                    rx_frames: c.rx_ok,
+                    tx_frames: c.tx_ok,
+                },
+            );
+        }
     }
 
     /// Serves pending requests, folds watermarks, streams captures. Returns a change that needs
@@ -473,6 +521,10 @@ impl ControlPlane {
         if self.last_link_poll.elapsed() >= LINK_POLL {
             self.poll_links(running);
             self.last_link_poll = std::time::Instant::now();
+        }
+        if self.last_rate_sample.elapsed() >= RATE_INTERVAL {
+            self.sample_rates(running);
+            self.last_rate_sample = std::time::Instant::now();
         }
         if self.capture_flags_stale {
             // A new dataplane starts with no port captured.
@@ -604,14 +656,17 @@ impl ControlPlane {
                     .collect::<Vec<_>>(),
             ),
             Show::QueueCounters | Show::Ecn => Response::ok(self.queue_counters(running)),
-            Show::QueueWatermark { persistent } => {
+            Show::QueueWatermark { persistent, kind } => {
                 self.fold_watermarks(running.shared());
                 let marks = if persistent {
                     &self.persistent_marks
                 } else {
                     &self.user_marks
                 };
-                Response::ok(self.rows(|p| marks.ports[p].queue))
+                Response::ok(self.rows(|p| match kind {
+                    QueueWatermarkKind::Shared => marks.ports[p].queue_shared,
+                    QueueWatermarkKind::Total => marks.ports[p].queue_total,
+                }))
             }
             Show::PgWatermark { kind, persistent } => {
                 self.fold_watermarks(running.shared());
@@ -636,6 +691,20 @@ impl ControlPlane {
                     })
                     .collect::<Vec<_>>(),
             ),
+            Show::PgCounters => Response::ok(
+                (0..ports.len())
+                    .map(|p| {
+                        let s = self.visible_stats(running, p);
+                        PgCountersRow {
+                            port: ports[p].name.clone(),
+                            packets: s.pgs.map(|g| g.frames),
+                            bytes: s.pgs.map(|g| g.bytes),
+                            drop_packets: s.pgs.map(|g| g.drops),
+                        }
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            Show::InterfacesCounters => Response::ok(self.portstat(running)),
             Show::BufferPoolWatermark { persistent } => {
                 self.fold_watermarks(running.shared());
                 let marks = if persistent {
@@ -657,7 +726,7 @@ impl ControlPlane {
                 )
             }
             Show::PfcwdConfig => Response::ok(self.pfcwd_config()),
-            Show::PfcwdStats => Response::ok(self.pfcwd_stats(running.shared())),
+            Show::PfcwdStats => Response::ok(self.pfcwd_stats(running)),
             Show::Ports => Response::ok(self.port_summaries(running)),
             Show::Fdb => {
                 if self.fdb_cache.is_none() {
@@ -811,12 +880,14 @@ impl ControlPlane {
         }
     }
 
-    fn pfcwd_stats(&self, shared: &Shared) -> Vec<PfcwdStatsRow> {
+    fn pfcwd_stats(&self, running: &Running) -> Vec<PfcwdStatsRow> {
+        let shared = running.shared();
         let mut rows = Vec::new();
         for (p, port) in self.config.ports.iter().enumerate() {
             if !port.pfcwd.enabled {
                 continue;
             }
+            let visible = self.port_visible(running, p);
             let side = shared.layout.egress_side_of_port[p];
             let params = &shared.params.ports[p];
             for q in 0..PRIORITY_COUNT {
@@ -827,9 +898,7 @@ impl ControlPlane {
                 if !watched {
                     continue;
                 }
-                let w = self
-                    .pfcwd_totals(shared, p, q)
-                    .since(&self.pfcwd_cleared[p][q]);
+                let w = visible.pfcwd[q];
                 rows.push(PfcwdStatsRow {
                     queue: format!("{}:{q}", port.name),
                     status: if shared.egress_counters[side].watchdog[p][q].stormed.get() == 1 {
@@ -860,8 +929,8 @@ impl ControlPlane {
             .iter()
             .enumerate()
             .map(|(p, port)| {
-                let s = self.visible_stats(running, p);
-                let backend = running.backend_stats(port_id(p));
+                let t = self.port_visible(running, p);
+                let (s, backend) = (&t.stats, &t.backend);
                 PortSummary {
                     port: port.name.clone(),
                     device: port.device.clone(),
@@ -882,12 +951,8 @@ impl ControlPlane {
                         .filter(|r| s.drops[r.index()] > 0)
                         .map(|r| (r.name().to_owned(), s.drops[r.index()]))
                         .collect(),
-                    backend_rx_missed: backend
-                        .rx_missed
-                        .saturating_sub(self.cleared_backend[p].rx_missed),
-                    backend_tx_failed: backend
-                        .tx_failed
-                        .saturating_sub(self.cleared_backend[p].tx_failed),
+                    backend_rx_missed: backend.rx_missed,
+                    backend_tx_failed: backend.tx_failed,
                     pause_rx_ignored: s.pause_rx_ignored,
                     fdb_learn_table_full: s.fdb_learn_table_full,
                 }
@@ -895,15 +960,53 @@ impl ControlPlane {
             .collect()
     }
 
+    /// SONiC's portstat rows (`show interfaces counters`).
+    fn portstat(&self, running: &Running) -> Vec<PortstatRow> {
+        self.config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(p, port)| {
+                let c = PortstatCounts::of(&self.port_visible(running, p));
+                let rates = self.rates(p);
+                let util = |bps: f64| utilisation_percent(bps, port.speed_mbps);
+                PortstatRow {
+                    iface: port.name.clone(),
+                    state: match running.link_up(port_id(p)) {
+                        Some(true) => "U",
+                        Some(false) => "D",
+                        None => "N/A",
+                    }
+                    .to_owned(),
+                    rx_ok: c.rx_ok,
+                    rx_bps: rates.map(|r| r.rx_bytes_per_s),
+                    rx_pps: rates.map(|r| r.rx_frames_per_s),
+                    rx_util: rates.map(|r| util(r.rx_bytes_per_s)),
+                    rx_err: c.rx_err,
+                    rx_drp: c.rx_drp,
+                    rx_ovr: c.rx_ovr,
+                    tx_ok: c.tx_ok,
+                    tx_bps: rates.map(|r| r.tx_bytes_per_s),
+                    tx_pps: rates.map(|r| r.tx_frames_per_s),
+                    tx_util: rates.map(|r| util(r.tx_bytes_per_s)),
+                    tx_err: c.tx_err,
+                    tx_drp: c.tx_drp,
+                    tx_ovr: None,
+                }
+            })
+            .collect()
+    }
+
     fn snapshot(&self, running: &Running) -> Snapshot {
-        let shared = running.shared();
         let mut delay_histograms = Vec::new();
         for (p, port) in self.config.ports.iter().enumerate() {
-            for q in 0..PRIORITY_COUNT {
+            // Since start (not affected by a clear): the histograms are read as differences.
+            let delay = self.port_totals(running, p).delay;
+            for (q, buckets) in delay.0.iter().enumerate() {
                 delay_histograms.push(DelayHistogramRow {
                     port: port.name.clone(),
                     queue: u8::try_from(q).unwrap_or(0),
-                    buckets: self.delay_buckets(running, p, q),
+                    buckets: buckets.to_vec(),
                 });
             }
         }
@@ -913,7 +1016,7 @@ impl ControlPlane {
             pfc: self.pfc_counters(running),
             queues: self.queue_counters(running),
             pg_used: self.rows(|p| self.visible_stats(running, p).pgs.map(|g| g.used_bytes)),
-            pfcwd: self.pfcwd_stats(shared),
+            pfcwd: self.pfcwd_stats(running),
             delay_histograms,
         }
     }
@@ -922,12 +1025,11 @@ impl ControlPlane {
         match what {
             Clear::Counters => {
                 for p in 0..self.config.ports.len() {
-                    self.cleared[p] = self.total_stats(running, p);
-                    self.cleared_backend[p] = running.backend_stats(port_id(p));
-                    for q in 0..PRIORITY_COUNT {
-                        self.pfcwd_cleared[p][q] = self.pfcwd_totals(running.shared(), p, q);
-                    }
+                    let live = self.live(running, p);
+                    self.ledgers[p].clear(&live);
                 }
+                self.fdb_sync_overflow
+                    .clear(&fdb_sync_overflow(running.shared()));
                 tracing::info!("counters cleared");
             }
             Clear::Watermarks { persistent } => {
@@ -1044,10 +1146,7 @@ impl ControlPlane {
 
     /// Reports the outcome of a [`ControlAction::Apply`]. On success `old` is the previous
     /// dataplane's final state: its counters are carried over.
-    pub fn applied(
-        &mut self,
-        result: Result<(String, Config, Option<std::sync::Arc<Shared>>), String>,
-    ) {
+    pub fn applied(&mut self, result: Result<(String, Config, Option<Retired>), String>) {
         let response = match result {
             Ok((text, config, old)) => {
                 match old {
@@ -1066,34 +1165,17 @@ impl ControlPlane {
 
     /// Carries the counters of a dataplane that is being replaced outside the control socket
     /// (SIGHUP reload). `old` must be the dataplane of the configuration running until now.
-    pub fn carry_over(&mut self, old: &Shared, text: String, config: Config) {
+    pub fn carry_over(&mut self, old: &Retired, text: String, config: Config) {
         // What the old dataplane saw since the last fold would be lost with it.
-        self.fold_watermarks(old);
-        self.fdb_sync_overflow_base += fdb_sync_overflow(old);
-        for p in 0..self.config.ports.len() {
-            let last = old.port_stats(port_id(p), headroom_core::time::Instant::MAX);
-            self.base[p] = self.base[p].plus(&last);
-            // A storm still in progress ends with the old dataplane without a restoration;
-            // if it persists, the new dataplane detects it again after its detection time.
-            for q in 0..PRIORITY_COUNT {
-                self.pfcwd_base[p][q] = self.pfcwd_totals(old, p, q);
-            }
-            let side = old.layout.egress_side_of_port[p];
-            let old_queues = &old.egress_counters[side].ports[p].queue_delay_buckets;
-            let base = &mut self.delay_base[p];
-            base.resize(PRIORITY_COUNT, Vec::new());
-            for (q, histogram) in old_queues.iter().enumerate() {
-                base[q].resize(histogram.0.len(), 0);
-                for (b, c) in base[q].iter_mut().zip(&histogram.0) {
-                    *b += c.get();
-                }
-            }
-        }
-        // AF_PACKET reopens its ports and restarts their kernel counters; the snapshot taken
-        // at the last clear no longer applies. (DPDK keeps its ports: its counters then show
-        // totals again after a reconfiguration.)
-        for c in &mut self.cleared_backend {
-            *c = headroom_io::BackendStats::default();
+        self.fold_watermarks(&old.shared);
+        self.fdb_sync_overflow
+            .retire(&fdb_sync_overflow(&old.shared));
+        // A storm still in progress ends with the old dataplane without a restoration; if it
+        // persists, the new dataplane detects it again after its detection time. The backend
+        // counters of the new dataplane's ports start from zero (AF_PACKET reopens its ports,
+        // DPDK counts from the reopening), so the old ones are carried like the rest.
+        for (p, ledger) in self.ledgers.iter_mut().enumerate() {
+            ledger.retire(&old.tally(p));
         }
         self.replace_config(text, config);
     }
@@ -1116,12 +1198,9 @@ impl ControlPlane {
                 .map(|i| i.and_then(|i| old.get(i).cloned()).unwrap_or_default())
                 .collect()
         }
-        self.base = remap(&self.base, &port_map);
-        self.cleared = remap(&self.cleared, &port_map);
+        self.ledgers = remap(&self.ledgers, &port_map);
+        self.rates = remap(&self.rates, &port_map);
         self.alarms = remap(&self.alarms, &port_map);
-        self.delay_base = remap(&self.delay_base, &port_map);
-        self.pfcwd_base = remap(&self.pfcwd_base, &port_map);
-        self.pfcwd_cleared = remap(&self.pfcwd_cleared, &port_map);
         // A new dataplane on reopened ports: their link state is read afresh.
         self.links = vec![None; config.ports.len()];
         for marks in [&mut self.user_marks, &mut self.persistent_marks] {

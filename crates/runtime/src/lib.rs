@@ -14,11 +14,14 @@ pub mod backends;
 pub mod clock;
 pub mod control;
 pub mod control_frames;
+pub mod event_log;
 pub mod fault;
 pub mod lcore;
 mod lcore_channel;
+pub mod ledger;
 pub mod mirror;
 pub mod protocol;
+pub mod rates;
 
 use clock::MonotonicClock;
 use control_frames::{InjectError, Injector, PuntReceiver, PuntRings, PUNT_RING_FRAMES};
@@ -437,7 +440,7 @@ impl Running {
     /// Logs every pending event through `tracing`, with SONiC's wording for the watchdog.
     pub fn log_events(&self) {
         for e in self.drain_events() {
-            log_event(&self.shared, &e);
+            log_event(&self.shared, &self.clock, &e);
         }
     }
 
@@ -498,56 +501,14 @@ impl Running {
             .chain(&self.shared.egress_events)
         {
             while let Some(e) = log.pop() {
-                log_event(&self.shared, &e);
+                log_event(&self.shared, &self.clock, &e);
             }
         }
         self.shared
     }
 }
 
-/// Logs one event. Watchdog lines use SONiC's wording (`sonic-buffer-model.md` §4.5), which
-/// operators and test suites match on.
-pub fn log_event(shared: &Shared, event: &Event) {
-    let name = |p: PortId| {
-        shared
-            .params
-            .ports
-            .get(p.index())
-            .map_or_else(|| p.to_string(), |x| x.name.clone())
-    };
-    match *event {
-        Event::StormDetected {
-            port,
-            queue,
-            action,
-            at,
-        } => tracing::warn!(
-            port = %name(port), queue = queue.get(), ?action, at_ns = at.as_nanos(),
-            "PFC Watchdog detected PFC storm on port {}, queue index {}, action {:?}.",
-            name(port), queue.get(), action
-        ),
-        Event::StormRestored { port, queue, at } => tracing::warn!(
-            port = %name(port), queue = queue.get(), at_ns = at.as_nanos(),
-            "PFC Watchdog storm restored on port {}, queue index {}.",
-            name(port), queue.get()
-        ),
-        Event::PfcRateHigh {
-            port,
-            priority,
-            frames_per_second,
-            at,
-        } => tracing::warn!(
-            port = %name(port), priority = priority.get(), frames_per_second, at_ns = at.as_nanos(),
-            "PFC storm rate alarm on port {}, priority {}: {} PFC frames/s.",
-            name(port), priority.get(), frames_per_second
-        ),
-        Event::PfcRateNormal { port, priority, at } => tracing::info!(
-            port = %name(port), priority = priority.get(), at_ns = at.as_nanos(),
-            "PFC storm rate back to normal on port {}, priority {}.",
-            name(port), priority.get()
-        ),
-    }
-}
+pub use event_log::log_event;
 
 /// One entry per (VLAN, MAC) out of several MAC tables: the most recently seen wins.
 fn merge_fdb(entries: impl IntoIterator<Item = FdbEntry>) -> Vec<FdbEntry> {

@@ -76,6 +76,9 @@ pub enum Show {
     QueueWatermark {
         /// Persistent view (since start or the last persistent clear).
         persistent: bool,
+        /// The shared part (SAI's, the default) or the total use.
+        #[serde(default)]
+        kind: QueueWatermarkKind,
     },
     /// PG watermarks.
     PgWatermark {
@@ -86,6 +89,11 @@ pub enum Show {
     },
     /// Drops per ingress PG.
     PgDrop,
+    /// Packets, bytes and drops per ingress PG.
+    PgCounters,
+    /// SONiC's portstat (`show interfaces counters`): RX/TX OK, rates, errors, discards,
+    /// oversize frames per port.
+    InterfacesCounters,
     /// Pool watermarks (shared and shared headroom pool).
     BufferPoolWatermark {
         /// Persistent view.
@@ -115,6 +123,18 @@ pub enum PgWatermarkKind {
     Shared,
     /// Headroom.
     Headroom,
+}
+
+/// Queue watermark kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueWatermarkKind {
+    /// The shared part: use above the queue's reserved size (SAI
+    /// `QUEUE_STAT_SHARED_WATERMARK_BYTES`, SONiC `show queue watermark`).
+    #[default]
+    Shared,
+    /// Reserved and shared together: the queue's deepest occupancy.
+    Total,
 }
 
 /// What `clear` clears.
@@ -273,6 +293,61 @@ pub struct PgDropRow {
     pub port: String,
     /// Dropped frames per PG.
     pub drops: [u64; 8],
+}
+
+/// Packets, bytes and drops per PG of one port (SAI
+/// `INGRESS_PRIORITY_GROUP_STAT_PACKETS`, `_BYTES`, `_DROPPED_PACKETS`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgCountersRow {
+    /// Port name.
+    pub port: String,
+    /// Frames that reached admission of each PG, dropped ones included.
+    pub packets: [u64; 8],
+    /// Bytes of those frames.
+    pub bytes: [u64; 8],
+    /// Frames each PG dropped (a subset of `packets`).
+    pub drop_packets: [u64; 8],
+}
+
+/// One port of SONiC's portstat view (`show interfaces counters`), on SAI's port counters.
+/// Rates are `None` until two samples a second apart were taken (SONiC prints `N/A`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortstatRow {
+    /// Port name (`IFACE`).
+    pub iface: String,
+    /// `U` (link up), `D` (down) or `N/A` (unknown), as SONiC's `STATE`.
+    pub state: String,
+    /// `RX_OK`: frames received whole and well-formed, MAC Control frames (PFC, PAUSE)
+    /// excluded, frames later discarded included (`IF_IN_UCAST_PKTS + IF_IN_NON_UCAST_PKTS`).
+    pub rx_ok: u64,
+    /// `RX_BPS`: bytes received per second, smoothed as SONiC does.
+    pub rx_bps: Option<f64>,
+    /// `RX_PPS`: RX_OK frames per second.
+    pub rx_pps: Option<f64>,
+    /// `RX_UTIL`: `rx_bps` over the port's speed, percent.
+    pub rx_util: Option<f64>,
+    /// `RX_ERR` (`IF_IN_ERRORS`): runts, oversize frames, malformed MAC Control frames.
+    pub rx_err: u64,
+    /// `RX_DRP` (`IF_IN_DISCARDS`): received frames discarded at ingress, plus frames the
+    /// kernel or NIC dropped before the switch saw them.
+    pub rx_drp: u64,
+    /// `RX_OVR` (`ETHER_RX_OVERSIZE_PKTS`): frames longer than the port's MTU.
+    pub rx_ovr: u64,
+    /// `TX_OK`: data frames sent (generated PFC frames excluded).
+    pub tx_ok: u64,
+    /// `TX_BPS`: bytes sent per second.
+    pub tx_bps: Option<f64>,
+    /// `TX_PPS`: TX_OK frames per second.
+    pub tx_pps: Option<f64>,
+    /// `TX_UTIL`: `tx_bps` over the port's speed, percent.
+    pub tx_util: Option<f64>,
+    /// `TX_ERR` (`IF_OUT_ERRORS`): frames the device refused.
+    pub tx_err: u64,
+    /// `TX_DRP` (`IF_OUT_DISCARDS`): frames discarded at or in one of the port's egress
+    /// queues (the sum of the queues' dropped packets).
+    pub tx_drp: u64,
+    /// `TX_OVR` (`ETHER_TX_OVERSIZE_PKTS`): not counted (`None`, SONiC's `N/A`).
+    pub tx_ovr: Option<u64>,
 }
 
 /// A pool watermark row.

@@ -141,7 +141,10 @@ fn clear_gives_zeros_then_exact_deltas_and_survives_a_reconfiguration() {
         .find(|h| h.port == "Ethernet4" && h.queue == 4)
         .unwrap();
     assert_eq!(h.buckets.iter().sum::<u64>(), 5);
-    assert_eq!(sw.control.delay_buckets(sw.running(), 1, 4), h.buckets);
+    assert_eq!(
+        sw.control.port_totals(sw.running(), 1).delay.0[4].to_vec(),
+        h.buckets
+    );
 
     // Clearing again: zero again.
     assert!(

@@ -198,6 +198,7 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     );
     let mut sw = Switch::start(&text);
     sw.learn_c();
+    let started = std::time::SystemTime::now();
     // The peer of Ethernet4 pauses priority 3, then 5 frames wait in queue 3.
     sw.inject(1, &pfc_frame(C, 0b1000, 0xffff));
     for _ in 0..5 {
@@ -215,6 +216,30 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     });
     let stormed = stats(&mut sw);
     assert_eq!((stormed.storm_detected, stormed.storm_restored), (1, 0));
+    // Logged with SONiC's sentence, at the wall-clock time of the detecting poll: after the
+    // pause began (plus the detection time), before it was seen here.
+    let watchdog = |sw: &Switch| -> Vec<headroom_runtime::event_log::EventLine> {
+        sw.events
+            .iter()
+            .filter(|e| e.message.starts_with("PFC Watchdog"))
+            .cloned()
+            .collect()
+    };
+    sw.wait_for("the detection event", |sw| !watchdog(sw).is_empty());
+    let seen = std::time::SystemTime::now();
+    let first = watchdog(&sw);
+    let detected = &first[0];
+    assert_eq!(
+        detected.message,
+        "PFC Watchdog detected PFC storm on port Ethernet4, queue index 3, \
+         queue id 0x1500000000000b and port id 0x1000000000001."
+    );
+    assert_eq!(detected.action, Some("drop"));
+    assert!(
+        detected.at >= started + Duration::from_millis(200) && detected.at <= seen,
+        "{:?} not in [{started:?} + 200 ms, {seen:?}]",
+        detected.at
+    );
     let snap: Snapshot = sw.show(Show::Snapshot);
     assert!(snap
         .pfcwd
@@ -230,6 +255,14 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     sw.wait_for("restoration", |sw| stats(sw).status == "operational");
     let restored = stats(&mut sw);
     assert_eq!((restored.storm_detected, restored.storm_restored), (1, 1));
+    sw.wait_for("the restoration event", |sw| watchdog(sw).len() >= 2);
+    let lines = watchdog(&sw);
+    assert_eq!(
+        lines[1].message,
+        "PFC Watchdog storm restored on port Ethernet4, queue index 3, \
+         queue id 0x1500000000000b and port id 0x1000000000001."
+    );
+    assert!(lines[1].at > lines[0].at);
     assert_eq!(
         (restored.tx_drop, restored.tx_last_drop),
         (5, 5),
@@ -256,7 +289,7 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     assert!(r.ok, "{:?}", r.error);
     assert_eq!(sw.restarts, 1);
     assert_eq!(stats(&mut sw), restored, "carried over the reconfiguration");
-    let totals = sw.control.pfcwd_totals(sw.running().shared(), 1, 3);
+    let totals = sw.control.port_totals(sw.running(), 1).pfcwd[3];
     assert_eq!(
         (
             totals.detected,
@@ -285,12 +318,7 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
         ),
         ("operational", 0, 0, 0, 0)
     );
-    assert_eq!(
-        sw.control
-            .pfcwd_totals(sw.running().shared(), 1, 3)
-            .detected,
-        1
-    );
+    assert_eq!(sw.control.port_totals(sw.running(), 1).pfcwd[3].detected, 1);
 
     // A second storm on the new dataplane: exact deltas since the clear, 3 frames dropped.
     sw.learn_c();
@@ -313,7 +341,7 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
         ),
         (1, 0, 3)
     );
-    let totals = sw.control.pfcwd_totals(sw.running().shared(), 1, 3);
+    let totals = sw.control.port_totals(sw.running(), 1).pfcwd[3];
     assert_eq!((totals.detected, totals.tx_drop), (2, 8), "since start");
     sw.stop();
 }

@@ -6,8 +6,8 @@ mod control_harness;
 
 use control_harness::{config_text, udp_frame, Switch, A, C};
 use headroom_runtime::protocol::{
-    Change, Clear, PgWatermarkKind, PoolWatermarkRow, PortSummary, Request, Show, Snapshot,
-    WatermarkRow,
+    Change, Clear, PgWatermarkKind, PoolWatermarkRow, PortSummary, QueueWatermarkKind, Request,
+    Show, Snapshot, WatermarkRow,
 };
 
 const LEN: usize = 1000;
@@ -38,8 +38,20 @@ fn backlog(sw: &mut Switch, n: u64, bytes_each: u64) {
     });
 }
 
+/// The shared queue watermarks (SAI's, `show queue watermark`).
 fn queue_marks(sw: &mut Switch, persistent: bool) -> Vec<WatermarkRow> {
-    sw.show(Show::QueueWatermark { persistent })
+    sw.show(Show::QueueWatermark {
+        persistent,
+        kind: QueueWatermarkKind::Shared,
+    })
+}
+
+/// The total queue watermarks (`show queue watermark --total`).
+fn queue_total_marks(sw: &mut Switch, persistent: bool) -> Vec<WatermarkRow> {
+    sw.show(Show::QueueWatermark {
+        persistent,
+        kind: QueueWatermarkKind::Total,
+    })
 }
 
 fn pg_marks(sw: &mut Switch, kind: PgWatermarkKind, persistent: bool) -> Vec<WatermarkRow> {
@@ -81,12 +93,19 @@ fn backlog_shows_exactly_in_queue_pg_and_pool_watermarks_and_clears_by_view() {
     let expected_pg_shared = (n * cells_each - reserved_cells) * cell;
 
     // C's 64-byte hello (DSCP 0 → TC 1 → PG 0 on Ethernet4, queue 1 on Ethernet0): one cell
-    // in the lossy PG (it reserves nothing) and one in the queue. Then both views restart.
+    // in the lossy PG (it reserves nothing, so the cell is shared) and one in the queue, within
+    // the queue's reserved 9216 bytes (so none of it is shared: SAI's queue shared watermark
+    // reads 0, the total one cell). Then both views restart.
     sw.learn_c();
     assert_eq!(config.ports[1].priority_groups[0].profile.size_bytes, 0);
+    assert_eq!(config.ports[0].queues[1].profile.size_bytes, 9216);
     for persistent in [false, true] {
         assert_eq!(
             queue_marks(&mut sw, persistent),
+            [zero("Ethernet0"), zero("Ethernet4")]
+        );
+        assert_eq!(
+            queue_total_marks(&mut sw, persistent),
             [row("Ethernet0", 1, cell), zero("Ethernet4")]
         );
         assert_eq!(
@@ -106,11 +125,18 @@ fn backlog_shows_exactly_in_queue_pg_and_pool_watermarks_and_clears_by_view() {
     assert!(sw.drain(1).is_empty(), "a held port sends nothing");
 
     for persistent in [false, true] {
-        assert_eq!(
+        // The lossless queue reserves nothing: all of its use is shared.
+        assert_eq!(config.ports[1].queues[3].profile.size_bytes, 0);
+        for marks in [
             queue_marks(&mut sw, persistent),
-            [zero("Ethernet0"), row("Ethernet4", 3, expected_queue)],
-            "queue watermark, persistent={persistent}"
-        );
+            queue_total_marks(&mut sw, persistent),
+        ] {
+            assert_eq!(
+                marks,
+                [zero("Ethernet0"), row("Ethernet4", 3, expected_queue)],
+                "queue watermark, persistent={persistent}"
+            );
+        }
         assert_eq!(
             pg_marks(&mut sw, PgWatermarkKind::Shared, persistent),
             [row("Ethernet0", 3, expected_pg_shared), zero("Ethernet4")],

@@ -130,12 +130,12 @@ fn stamped_null_frames_are_forwarded_by_the_full_pipeline() {
                 .collect::<Vec<_>>()
         );
         assert!(
-            s.rx_tc_frames[3] > 0,
-            "{port}: classified into TC 3 (DSCP 3)"
+            s.pgs[3].frames > 0,
+            "{port}: classified into PG 3 (DSCP 3, TC 3)"
         );
         assert_eq!(
-            s.rx_tc_frames[3], s.rx_frames,
-            "{port}: every frame is TC 3"
+            s.pgs[3].frames, s.rx_frames,
+            "{port}: every frame is in PG 3"
         );
         assert_eq!(
             s.pfc_tx.iter().sum::<u64>(),

@@ -29,7 +29,7 @@ use crate::table::{thousands, Table};
 use clap::{Args, ValueEnum};
 use headroom_rocegen::report::Report as RocegenReport;
 use headroom_runtime::protocol::{
-    PgDropRow, PgWatermarkKind, Request, Show, Snapshot, WatermarkRow,
+    PgDropRow, PgWatermarkKind, QueueWatermarkKind, Request, Show, Snapshot, WatermarkRow,
 };
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -1124,8 +1124,14 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
     // The switch's counters, before it stops.
     let query = |e: String| LabError::Failed(format!("reading the switch's counters: {e}"));
     let snapshot: Snapshot = request(&socket, Show::Snapshot).map_err(query)?;
-    let queue_marks: Vec<WatermarkRow> =
-        request(&socket, Show::QueueWatermark { persistent: true }).map_err(query)?;
+    let queue_marks: Vec<WatermarkRow> = request(
+        &socket,
+        Show::QueueWatermark {
+            persistent: true,
+            kind: QueueWatermarkKind::Total,
+        },
+    )
+    .map_err(query)?;
     let pg_shared: Vec<WatermarkRow> = request(
         &socket,
         Show::PgWatermark {

@@ -12,7 +12,7 @@ use headroom_core::frame::Frame;
 use headroom_io::pool::FramePool;
 use headroom_io::{MemoryBackend, MemoryTap};
 use headroom_runtime::backends::frame_pool_config;
-use headroom_runtime::control::{ControlAction, ControlPlane};
+use headroom_runtime::control::{ControlAction, ControlPlane, Retired};
 use headroom_runtime::protocol::{CaptureRequest, Request, Response, Show};
 use headroom_runtime::{start, Running, RuntimeSpec};
 use serde::de::DeserializeOwned;
@@ -57,6 +57,8 @@ pub struct Switch {
     pub taps: Vec<MemoryTap>,
     /// Reconfigurations applied.
     pub restarts: usize,
+    /// Every event the dataplanes reported, as `headroom run` logs it.
+    pub events: Vec<headroom_runtime::event_log::EventLine>,
 }
 
 fn backend_for(config: &Config) -> MemoryBackend {
@@ -100,6 +102,7 @@ impl Switch {
             backend,
             taps,
             restarts: 0,
+            events: Vec::new(),
         }
     }
 
@@ -112,6 +115,11 @@ impl Switch {
     pub fn poll(&mut self) {
         let running = self.running.as_mut().expect("running");
         for event in running.drain_events() {
+            self.events.push(headroom_runtime::event_log::render(
+                running.shared(),
+                &running.clock(),
+                &event,
+            ));
             self.control.note_event(&event);
         }
         if let ControlAction::Apply { text, config, .. } = self.control.poll(running) {
@@ -122,7 +130,7 @@ impl Switch {
     /// What `headroom run` does with [`ControlAction::Apply`]: drain and stop, restart the new
     /// configuration on fresh ports, carry the counters over.
     fn apply(&mut self, text: String, config: Config) {
-        let old = self.running.take().expect("running").stop();
+        let old = Retired::stop(self.running.take().expect("running"));
         self.backend = backend_for(&config);
         let mut spec = RuntimeSpec::for_config(&config).expect("spec");
         // As `headroom run`: running captures mirror the new dataplane from its first frame.

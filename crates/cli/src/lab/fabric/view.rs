@@ -4,7 +4,7 @@
 use super::plan::Plan;
 use crate::client::{emit, Target};
 use crate::table::{thousands, Table};
-use headroom_runtime::protocol::{Request, Show, Snapshot, WatermarkRow};
+use headroom_runtime::protocol::{QueueWatermarkKind, Request, Show, Snapshot, WatermarkRow};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -130,7 +130,11 @@ pub(crate) fn collect(plan: &Plan) -> FabricView {
             })
             .and_then(|(snapshot, _)| {
                 let (marks, _) = target.fetch::<Vec<WatermarkRow>>(&Request::Show {
-                    what: Show::QueueWatermark { persistent: true },
+                    // The most each queue held, reserved part included (`--total`).
+                    what: Show::QueueWatermark {
+                        persistent: true,
+                        kind: QueueWatermarkKind::Total,
+                    },
                 })?;
                 Ok((snapshot, marks))
             });
