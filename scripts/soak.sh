@@ -277,9 +277,8 @@ in_host() { local h="$1"; shift; ip netns exec "$(host_ns "$h")" nice -n -10 "$@
 
 log "lab $prefix: 4 hosts at $speed; output in $out"
 "$headroom" lab up --no-switch --prefix "$prefix" --hosts 4 --speed "$speed" --write-config "$config" >"$out/lab-up.log"
-# The metrics endpoint on a free port inside the switch's namespace (whose loopback `headroom
-# lab` leaves down); SIGHUP reloads this file.
-ip -n "${prefix}-sw" link set lo up
+# The metrics endpoint on a free port; `headroom lab` opens it in the namespace it was started
+# from (this one), not the switch's. SIGHUP reloads this file.
 sed -i "s/^prometheus_listen = .*/prometheus_listen = \"127.0.0.1:$metrics_port\"/" "$config"
 chrt --fifo 10 "$headroom" lab --prefix "$prefix" --hosts 4 --speed "$speed" --config "$config" \
     --log-format text >"$out/switch.stdout" 2>"$out/switch.stderr" &
@@ -305,14 +304,18 @@ done
 # One sample: the switch's RSS, FDs and threads, and its whole metrics page (one JSON line).
 sample() {
     python3 - "$switch_pid" "${prefix}-sw" "$metrics_port" "$out/samples.jsonl" "$1" "$start" "$2" "$3" <<'SAMPLE'
-import json, os, subprocess, sys, time
+import json, os, sys, time, urllib.request
 pid, ns, port, path, phase, start, cycle, storm = sys.argv[1:9]
 status = open(f"/proc/{pid}/status").read()
 field = lambda k: int(next(l.split()[1] for l in status.splitlines() if l.startswith(k)))
 fds = len(os.listdir(f"/proc/{pid}/fd"))
-page = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c",
-    "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:%s/metrics', timeout=5).read().decode())" % port],
-    capture_output=True, text=True).stdout
+# The exporter listens in the soak's own namespace (`headroom lab` opens it before entering
+# the switch's). A failed scrape leaves the page empty, which the judge reports.
+try:
+    page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=5).read().decode()
+except OSError as e:
+    sys.stderr.write(f"soak: metrics scrape failed: {e}\n")
+    page = ""
 with open(path, "a") as f:
     f.write(json.dumps({"t": round(time.time() - float(start), 1), "phase": phase,
                         "cycle": int(cycle), "storm": storm == "1",
