@@ -1,11 +1,14 @@
-//! The emulated RoCE NIC, sans-IO: RC queue pairs, DCQCN, PFC honouring and an emulated link,
-//! behind a byte interface.
+//! headroom-rnic: an emulated RoCEv2 NIC, sans-IO: RC queue pairs, DCQCN, PFC honouring and an
+//! emulated link, behind a byte interface.
 //!
-//! [`Nic`] is what `rocegen` puts between its workload (post RDMA WRITEs, collect completions) and
-//! a raw Ethernet port. It takes received frames ([`Nic::handle_frame`]) and timer calls
+//! [`Nic`] is what stands between a workload (post RDMA WRITEs, collect completions) and an
+//! Ethernet port: `rocegen` drives it over a raw socket, the simulator (`headroom-sim`) over a
+//! virtual-time link. It takes received frames ([`Nic::handle_frame`]) and timer calls
 //! ([`Nic::handle_timeout`]), and hands out frames to send ([`Nic::poll_transmit`]), written with
 //! `headroom-wire` into the caller's buffer. It reads no clock and does no I/O: the driver passes
 //! `now` and moves the bytes, so the whole NIC can be run in virtual time (see the tests).
+//! It composes the state machines of `headroom-roce`; it depends on nothing else but
+//! `headroom-wire`.
 //!
 //! # What it does, like a NIC
 //!
@@ -35,6 +38,10 @@
 //! a start time may lie is bounded by `catch_up_ns`: a host that fell further behind loses that
 //! link time instead of bursting it.
 
+#![forbid(unsafe_code)]
+
+pub mod qp_hash;
+
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
@@ -59,7 +66,7 @@ use headroom_wire::roce::{
 use headroom_wire::vlan::{self, VlanTci};
 use headroom_wire::{ipv4, ipv6, udp, Ecn};
 
-use crate::flow::{flow_label, udp_sport};
+use crate::qp_hash::{flow_label, udp_sport};
 
 /// Most queue pairs one NIC runs (perftest's `-q` has no documented limit; this bounds the per-call
 /// work of the scheduler, which looks at every QP).
