@@ -79,6 +79,9 @@ pub mod flow;
 pub mod host;
 pub mod link;
 pub mod rdma;
+pub mod output;
+mod plot;
+pub mod scenario;
 
 pub use flow::{FlowId, FlowSpec, FlowStats};
 pub use host::{Host, HostId, HostParams, HostStats};

@@ -244,7 +244,8 @@ impl RdmaHost {
         let mut probe = params.nic.clone();
         probe.local_mac = MacAddress(mac);
         probe.local_ip = ip;
-        probe.link_rate_bps = probe.link_rate_bps.max(1);
+        // The real rate comes with the link; probe at 100 Gb/s.
+        probe.link_rate_bps = 100_000_000_000;
         probe.qps = vec![QpConfig {
             peer_mac: MacAddress(mac),
             peer_ip: ip,
