@@ -182,7 +182,7 @@ pub fn run(
     let mut pause = Csv::new("pause.csv", "time_ns,node,port,priority,paused");
     let mut rates = Csv::new(
         "rates.csv",
-        "time_ns,flow,src,dst,dcqcn_rate_bps,throughput_bps",
+        "time_ns,flow,src,dst,dcqcn_rate_bps,goodput_bps",
     );
     let mut port_csv = Csv::new(
         "ports.csv",
@@ -340,12 +340,18 @@ pub fn run(
             let st = sim.rdma_flow(f);
             let started = spec.start.as_nanos() < t;
             let done = st.finish.is_some_and(|x| x.as_nanos() < t.saturating_sub(interval));
-            let delta = st.delivered_bytes - last_delivered[i];
-            last_delivered[i] = st.delivered_bytes;
+            let (src_qp, dst_qp) = sim.rdma_flow_qps(f);
+            // Payload the receiver accepted in order (what goodput counts).
+            let received = sim
+                .host(spec.dst)
+                .rdma()
+                .and_then(|r| r.nic())
+                .map_or(0, |n| n.responder_stats(dst_qp).payload_bytes_received_total);
+            let delta = received - last_delivered[i];
+            last_delivered[i] = received;
             if !started || (done && delta == 0) {
                 continue;
             }
-            let (src_qp, _) = sim.rdma_flow_qps(f);
             let rate = sim
                 .host(spec.src)
                 .rdma()

@@ -90,7 +90,11 @@ impl Spans {
     }
 
     fn value(&mut self, v: &toml_edit::Value, path: &str) {
-        self.record(path, v.span());
+        // A value's errors point at the value, not at its key.
+        if let Some(span) = v.span() {
+            self.by_path.insert(path.to_owned(), span.clone());
+            self.all.push((path.to_owned(), span));
+        }
         match v {
             toml_edit::Value::Array(a) => {
                 for (i, e) in a.iter().enumerate() {

@@ -1,0 +1,197 @@
+//! Every shipped scenario (config/sim/*.toml) runs at reduced size and shows what it is for;
+//! the same scenario and seed give byte-identical results.
+
+use headroom_sim::output::{run, RunReport};
+use headroom_sim::scenario::{load, LoadOptions, Scenario};
+use std::path::{Path, PathBuf};
+
+fn scenario_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../config/sim")
+        .join(name)
+}
+
+fn load_reduced(name: &str, divisor: u64) -> Scenario {
+    load(
+        &scenario_path(name),
+        &LoadOptions {
+            seed: None,
+            time_divisor: Some(divisor),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run_in(s: &Scenario, dir: &Path) -> RunReport {
+    let report = run(s, dir, &mut |_| {}).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        report.conservation.holds(),
+        "{}: {:?}",
+        s.file,
+        report.conservation
+    );
+    report
+}
+
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap()
+}
+
+/// Rows of a CSV whose column `col` equals `value`.
+fn rows<'a>(csv: &'a str, col: usize, value: &str) -> Vec<Vec<&'a str>> {
+    csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r.get(col) == Some(&value))
+        .collect()
+}
+
+#[test]
+fn same_scenario_and_seed_give_byte_identical_results() {
+    let s = load_reduced("incast-8to1-40g-dcqcn.toml", 8);
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ra = run_in(&s, a.path());
+    let rb = run_in(&s, b.path());
+    assert_eq!(ra, rb.clone_with_dir(&ra));
+    for f in &ra.files {
+        let name = f.file_name().unwrap();
+        let x = std::fs::read(a.path().join(name)).unwrap();
+        let y = std::fs::read(b.path().join(name)).unwrap();
+        assert!(x == y, "{name:?} differs between two runs");
+    }
+    // A different seed changes the ECN draws and so the results.
+    let s2 = load(
+        &scenario_path("incast-8to1-40g-dcqcn.toml"),
+        &LoadOptions {
+            seed: Some(99),
+            time_divisor: Some(8),
+        },
+    )
+    .unwrap();
+    let c = tempfile::tempdir().unwrap();
+    run_in(&s2, c.path());
+    assert_ne!(read(a.path(), "queues.csv"), read(c.path(), "queues.csv"));
+}
+
+trait CloneWithDir {
+    fn clone_with_dir(&self, other: &RunReport) -> RunReport;
+}
+
+impl CloneWithDir for RunReport {
+    /// The report with the other run's file paths (the directories differ, nothing else may).
+    fn clone_with_dir(&self, other: &RunReport) -> RunReport {
+        RunReport {
+            files: other.files.clone(),
+            ..self.clone()
+        }
+    }
+}
+
+#[test]
+fn incast_2to1_is_lossless_and_dcqcn_shares_the_bottleneck() {
+    let s = load_reduced("incast-2to1-40g.toml", 4);
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(&s, dir.path());
+    assert_eq!(r.drops, 0);
+    let rates = read(dir.path(), "rates.csv");
+    // Goodput of each flow over the second half of the run: both get a share, together they
+    // fill most of the 40 Gb/s port (1024 B payloads in 1106 B on the wire: ≤ 37 Gb/s).
+    let half = s.duration_ns / 2;
+    let mean = |flow: &str| {
+        let r: Vec<f64> = rows(&rates, 1, flow)
+            .iter()
+            .filter(|r| r[0].parse::<u64>().unwrap() > half)
+            .map(|r| r[5].parse::<f64>().unwrap())
+            .collect();
+        r.iter().sum::<f64>() / r.len() as f64 / 1e9
+    };
+    let (a, b) = (mean("0"), mean("1"));
+    assert!(a > 5.0 && b > 5.0, "{a} {b}");
+    assert!(a + b > 30.0 && a + b < 37.1, "{a} + {b}");
+    let hosts = read(dir.path(), "hosts.csv");
+    let last = rows(&hosts, 1, "h2").last().unwrap().clone();
+    assert!(last[4].parse::<u64>().unwrap() > 0, "the receiver sent CNPs");
+}
+
+#[test]
+fn incast_8to1_pfc_only_pauses_every_sender_and_dcqcn_pauses_less() {
+    let mut xoffs = Vec::new();
+    for name in ["incast-8to1-40g-nodcqcn.toml", "incast-8to1-40g-dcqcn.toml"] {
+        let s = load_reduced(name, 4);
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_in(&s, dir.path());
+        assert_eq!(r.lossless_drops, 0, "{name}");
+        assert_eq!(r.flows_completed, r.flows_bounded, "{name}: every WRITE completed");
+        let events = read(dir.path(), "events.csv");
+        let n = events.lines().filter(|l| l.ends_with(",xoff")).count();
+        xoffs.push(n);
+        let fct = read(dir.path(), "fct.csv");
+        assert_eq!(fct.lines().count(), 1 + r.flows_bounded);
+    }
+    assert!(xoffs[0] > 0, "PFC paused the senders");
+    assert!(xoffs[1] < xoffs[0], "DCQCN needs fewer pauses: {xoffs:?}");
+}
+
+#[test]
+fn the_victim_flow_is_paused_by_pfc_though_its_path_is_free() {
+    let s = load_reduced("victim-flow.toml", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_in(&s, dir.path());
+    assert_eq!(r.lossless_drops, 0);
+    let events = read(dir.path(), "events.csv");
+    // s1 pauses s0 on the inter-switch link (port 0 of s1 faces s0).
+    assert!(
+        events.lines().any(|l| l.starts_with(|c: char| c.is_ascii_digit())
+            && l.contains(",s1,0,3,xoff")),
+        "{events}"
+    );
+    let rates = read(dir.path(), "rates.csv");
+    // The victim (flow 1, h18 → h17) runs near line rate before the burst and slower during it.
+    let goodput = |from: u64, to: u64| {
+        let v: Vec<f64> = rows(&rates, 1, "1")
+            .iter()
+            .filter(|r| (from..to).contains(&r[0].parse::<u64>().unwrap()))
+            .map(|r| r[5].parse::<f64>().unwrap())
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64 / 1e9
+    };
+    let burst = 500_000; // 1 ms / 2
+    let before = goodput(200_000, burst);
+    let during = goodput(burst + 20_000, burst + 300_000);
+    assert!(before > 10.0, "victim before: {before} Gb/s");
+    assert!(during < before * 0.8, "victim during the burst: {during} vs {before} Gb/s");
+}
+
+#[test]
+fn a_pfc_storm_stalls_the_port_and_the_watchdog_breaks_it() {
+    for (name, watchdog) in [
+        ("pfc-storm-no-watchdog.toml", false),
+        ("pfc-storm-watchdog.toml", true),
+    ] {
+        // Full length: the watchdog's detection time (200 ms) is a property of the switch.
+        let s = load_reduced(name, 1);
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_in(&s, dir.path());
+        let events = read(dir.path(), "events.csv");
+        let detected: Vec<u64> = events
+            .lines()
+            .filter(|l| l.ends_with(",storm_detected"))
+            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        if watchdog {
+            // The queue to h1 (s0 port 1, queue 3) stuck at ~50 ms; detection 200 ms, polled
+            // every 100 ms: declared in [250, 350) ms.
+            assert!(!detected.is_empty(), "{events}");
+            assert!(
+                (250_000_000..350_000_000).contains(&detected[0]),
+                "{detected:?}"
+            );
+            assert!(events.contains(",s0,1,3,storm_detected"));
+            assert!(events.contains(",s0,1,3,storm_restored"));
+            assert!(r.drops > 0, "the watchdog dropped for the stormed queue");
+        } else {
+            assert!(detected.is_empty(), "{events}");
+            assert_eq!(r.drops, 0);
+        }
+    }
+}
