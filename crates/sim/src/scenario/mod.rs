@@ -310,9 +310,14 @@ impl Scenario {
             max_steps: self.max_steps,
             ..SimConfig::default()
         })?;
-        for params in &self.switch_params {
+        let degrees = self.topology.degrees();
+        for (s, params) in self.switch_params.iter().enumerate() {
             let mut params = params.clone();
             params.seed = params.seed.wrapping_add(self.seed);
+            // The configuration's ports beyond the switch's links have no cable: the switch is
+            // built without them (a frame flooded to a port with no link would wait there for
+            // ever, holding buffer).
+            params.ports.truncate(degrees[s]);
             sim.add_switch(params)?;
         }
         for (i, name) in self.topology.hosts.iter().enumerate() {
@@ -337,6 +342,11 @@ impl Scenario {
         }
         for f in &self.flows {
             sim.add_rdma_flow(f.spec.clone())?;
+        }
+        // Every host announces itself when its link comes up (as hosts do with gratuitous ARP),
+        // so that the switches know where it is before traffic starts and do not flood it.
+        for h in 0..self.topology.hosts.len() {
+            sim.hello(HostId(h), self.nics[h].nic.vlan_id)?;
         }
         Ok(sim)
     }
