@@ -78,9 +78,9 @@
 pub mod flow;
 pub mod host;
 pub mod link;
-pub mod rdma;
 pub mod output;
 mod plot;
+pub mod rdma;
 pub mod scenario;
 
 pub use flow::{FlowId, FlowSpec, FlowStats};

@@ -84,7 +84,10 @@ impl Conservation {
     #[must_use]
     pub fn holds(&self) -> bool {
         self.sent_frames + self.flood_copies
-            == self.received_frames + self.dropped_frames + self.queued_frames + self.in_flight_frames
+            == self.received_frames
+                + self.dropped_frames
+                + self.queued_frames
+                + self.in_flight_frames
     }
 }
 
@@ -339,14 +342,18 @@ pub fn run(
             let spec = sim.rdma_flow_spec(f);
             let st = sim.rdma_flow(f);
             let started = spec.start.as_nanos() < t;
-            let done = st.finish.is_some_and(|x| x.as_nanos() < t.saturating_sub(interval));
+            let done = st
+                .finish
+                .is_some_and(|x| x.as_nanos() < t.saturating_sub(interval));
             let (src_qp, dst_qp) = sim.rdma_flow_qps(f);
             // Payload the receiver accepted in order (what goodput counts).
             let received = sim
                 .host(spec.dst)
                 .rdma()
                 .and_then(|r| r.nic())
-                .map_or(0, |n| n.responder_stats(dst_qp).payload_bytes_received_total);
+                .map_or(0, |n| {
+                    n.responder_stats(dst_qp).payload_bytes_received_total
+                });
             let delta = received - last_delivered[i];
             last_delivered[i] = received;
             if !started || (done && delta == 0) {
@@ -361,9 +368,7 @@ pub fn run(
             let _ = writeln!(
                 rates.text,
                 "{t},{},{},{},{rate},{throughput}",
-                f.0,
-                scenario.topology.hosts[spec.src.0],
-                scenario.topology.hosts[spec.dst.0]
+                f.0, scenario.topology.hosts[spec.src.0], scenario.topology.hosts[spec.dst.0]
             );
             rate_series[i]
                 .points
@@ -425,7 +430,9 @@ pub fn run(
     for l in 0..sim.link_count() {
         let link = sim.link(crate::LinkId(l));
         for end in link.ends() {
-            let Some(ch) = link.channel_from(end) else { continue };
+            let Some(ch) = link.channel_from(end) else {
+                continue;
+            };
             let (name, port) = node_name(end);
             let mut open: [Option<f64>; PRIORITY_COUNT] = [None; PRIORITY_COUNT];
             let mut intervals = Vec::new();
@@ -543,7 +550,12 @@ pub fn run(
         c.in_flight_frames,
         if c.holds() { "holds" } else { "VIOLATED" }
     );
-    let _ = writeln!(summary, "events kept: {}, lost: {}", sim.events().len(), sim.events_lost());
+    let _ = writeln!(
+        summary,
+        "events kept: {}, lost: {}",
+        sim.events().len(),
+        sim.events_lost()
+    );
 
     for csv in [
         &queues, &pgs, &pause, &rates, &port_csv, &host_csv, &fct, &events,
@@ -578,7 +590,10 @@ fn ideal_fct_ns(s: &Scenario, sim: &Sim, src: HostId, dst: HostId, bytes: u64) -
     let last = bytes - (packets - 1) * pmtu;
     let wire = |payload: u64| payload + 58 + 24;
     let path = path_links(s, src.0, dst.0);
-    let rates: Vec<u64> = path.iter().map(|l| s.topology.links[*l].params.rate_bps).collect();
+    let rates: Vec<u64> = path
+        .iter()
+        .map(|l| s.topology.links[*l].params.rate_bps)
+        .collect();
     let bottleneck = rates.iter().copied().min().unwrap_or(1).max(1);
     let ser = |b: u64, r: u64| b * 8 * 1_000_000_000 / r.max(1);
     let mut ns = 0;
@@ -588,7 +603,10 @@ fn ideal_fct_ns(s: &Scenario, sim: &Sim, src: HostId, dst: HostId, bytes: u64) -
         // ACK back.
         ns += ser(wire(4), p.rate_bps) + p.propagation_ns;
     }
-    ns += ser((packets - 1) * wire(pmtu) + wire(last) - wire(pmtu.min(bytes)), bottleneck);
+    ns += ser(
+        (packets - 1) * wire(pmtu) + wire(last) - wire(pmtu.min(bytes)),
+        bottleneck,
+    );
     let _ = sim;
     ns
 }

@@ -43,7 +43,11 @@ fn top(series: &[Series]) -> Vec<&Series> {
     let mut idx: Vec<usize> = (0..series.len())
         .filter(|&i| peak(&series[i]) > 0.0)
         .collect();
-    idx.sort_by(|&a, &b| peak(&series[b]).total_cmp(&peak(&series[a])).then(a.cmp(&b)));
+    idx.sort_by(|&a, &b| {
+        peak(&series[b])
+            .total_cmp(&peak(&series[a]))
+            .then(a.cmp(&b))
+    });
     idx.truncate(MAX_SERIES);
     idx.sort_unstable();
     idx.into_iter().map(|i| &series[i]).collect()
@@ -220,7 +224,10 @@ fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
         for (i, (_, intervals)) in rows.iter().enumerate() {
             let y = i as f64;
             let _ = chart.draw_series(intervals.iter().map(|&(a, b)| {
-                Rectangle::new([(a, y + 0.15), (b.max(a + duration_us / 2000.0), y + 0.85)], color(i).filled())
+                Rectangle::new(
+                    [(a, y + 0.15), (b.max(a + duration_us / 2000.0), y + 0.85)],
+                    color(i).filled(),
+                )
             }));
         }
         let _ = root.present();

@@ -83,25 +83,36 @@ fn bad_values_name_their_key() {
         "t.toml:19:9: nic.dcqcn: \"maybe\": expected",
     );
     assert_has(
-        &errors(&format!("{GOOD}\n[[random]]\ncdf = \"websearch\"\nload = 1.5\nstop = \"1ms\"\n")),
+        &errors(&format!(
+            "{GOOD}\n[[random]]\ncdf = \"websearch\"\nload = 1.5\nstop = \"1ms\"\n"
+        )),
         "t.toml:20:8: random[0].load: 1.5 not in (0, 1]",
     );
 }
 
 #[test]
 fn routed_shapes_say_they_need_routing() {
-    let fat = GOOD.replace("shape = \"single_switch\"\nhosts = 3", "shape = \"fat_tree\"\nk = 4");
+    let fat = GOOD.replace(
+        "shape = \"single_switch\"\nhosts = 3",
+        "shape = \"fat_tree\"\nk = 4",
+    );
     assert_has(
         &errors(&fat),
         "t.toml:6:9: topology.shape: \"fat_tree\" (k = 4: 16 hosts, 20 switches) needs routing",
     );
     let odd = fat.replace("k = 4", "k = 5");
-    assert_has(&errors(&odd), "t.toml:7:5: topology.k: 5: a fat tree's k is even");
+    assert_has(
+        &errors(&odd),
+        "t.toml:7:5: topology.k: 5: a fat tree's k is even",
+    );
     let ls = GOOD.replace(
         "shape = \"single_switch\"\nhosts = 3",
         "shape = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4",
     );
-    assert_has(&errors(&ls), "t.toml:6:9: topology.shape: \"leaf_spine\" needs routing");
+    assert_has(
+        &errors(&ls),
+        "t.toml:6:9: topology.shape: \"leaf_spine\" needs routing",
+    );
 }
 
 #[test]
@@ -132,7 +143,8 @@ fn switch_configuration_problems_name_the_right_file() {
         Ok(_) => panic!("accepted"),
     };
     assert!(
-        e.iter().any(|e| e.contains("bad.toml:4:7: port.Ethernet0.mtu")),
+        e.iter()
+            .any(|e| e.contains("bad.toml:4:7: port.Ethernet0.mtu")),
         "{e:#?}"
     );
 }

@@ -119,7 +119,10 @@ fn incast_2to1_is_lossless_and_dcqcn_shares_the_bottleneck() {
     assert!((a - b).abs() < 0.25 * (a + b), "a fair share: {a} vs {b}");
     let hosts = read(dir.path(), "hosts.csv");
     let last = rows(&hosts, 1, "h2").last().unwrap().clone();
-    assert!(last[4].parse::<u64>().unwrap() > 0, "the receiver sent CNPs");
+    assert!(
+        last[4].parse::<u64>().unwrap() > 0,
+        "the receiver sent CNPs"
+    );
 }
 
 #[test]
@@ -149,8 +152,9 @@ fn the_victim_flow_is_paused_by_pfc_though_its_path_is_free() {
     let events = read(dir.path(), "events.csv");
     // s1 pauses s0 on the inter-switch link (port 0 of s1 faces s0).
     assert!(
-        events.lines().any(|l| l.starts_with(|c: char| c.is_ascii_digit())
-            && l.contains(",s1,0,3,xoff")),
+        events
+            .lines()
+            .any(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(",s1,0,3,xoff")),
         "{events}"
     );
     let rates = read(dir.path(), "rates.csv");
@@ -167,7 +171,10 @@ fn the_victim_flow_is_paused_by_pfc_though_its_path_is_free() {
     let before = goodput(200_000, burst);
     let during = goodput(burst + 20_000, burst + 300_000);
     assert!(before > 10.0, "victim before: {before} Gb/s");
-    assert!(during < before * 0.8, "victim during the burst: {during} vs {before} Gb/s");
+    assert!(
+        during < before * 0.8,
+        "victim during the burst: {during} vs {before} Gb/s"
+    );
 }
 
 #[test]

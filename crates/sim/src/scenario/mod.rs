@@ -583,25 +583,28 @@ impl Resolver<'_> {
 
     fn topology(&mut self, t: &RawTopology) -> Option<Topology> {
         let rate = self.rate("topology.link_rate", &t.link_rate)?;
-        let delay =
-            self.fixed_time_or("topology.link_delay", t.link_delay.as_ref(), 1_000)?;
+        let delay = self.fixed_time_or("topology.link_delay", t.link_delay.as_ref(), 1_000)?;
         let params = LinkParams::new(rate, delay);
-        let count = |r: &mut Self, key: &str, v: Option<u32>, min: u32, max: u32| -> Option<usize> {
-            match v {
-                None => {
-                    r.err(
-                        &format!("topology.{key}"),
-                        format!("missing (required for shape {:?})", t.shape),
-                    );
-                    None
+        let count =
+            |r: &mut Self, key: &str, v: Option<u32>, min: u32, max: u32| -> Option<usize> {
+                match v {
+                    None => {
+                        r.err(
+                            &format!("topology.{key}"),
+                            format!("missing (required for shape {:?})", t.shape),
+                        );
+                        None
+                    }
+                    Some(n) if n < min || n > max => {
+                        r.err(
+                            &format!("topology.{key}"),
+                            format!("{n} not in {min}..={max}"),
+                        );
+                        None
+                    }
+                    Some(n) => Some(n as usize),
                 }
-                Some(n) if n < min || n > max => {
-                    r.err(&format!("topology.{key}"), format!("{n} not in {min}..={max}"));
-                    None
-                }
-                Some(n) => Some(n as usize),
-            }
-        };
+            };
         let switches_count = |r: &mut Self| -> Option<u32> {
             match t.switches.clone()? {
                 CountOrNames::Count(n) => Some(n),
@@ -772,7 +775,10 @@ impl Resolver<'_> {
                 .filter(|l| l.a == Node::Host(i) || l.b == Node::Host(i))
                 .count();
             if n > 1 {
-                self.err("topology.links", format!("host {h:?} has {n} links (one NIC each)"));
+                self.err(
+                    "topology.links",
+                    format!("host {h:?} has {n} links (one NIC each)"),
+                );
             }
         }
         Some(Topology {
@@ -792,7 +798,10 @@ impl Resolver<'_> {
             if !topo.switches.contains(name) {
                 self.err(
                     &format!("switch.config_for.{name}"),
-                    format!("no switch {name:?} (switches: {})", topo.switches.join(", ")),
+                    format!(
+                        "no switch {name:?} (switches: {})",
+                        topo.switches.join(", ")
+                    ),
                 );
             }
         }
@@ -871,7 +880,10 @@ impl Resolver<'_> {
         if let Some(m) = n.pmtu {
             match PathMtu::from_bytes(m) {
                 Some(m) => p.nic.pmtu = m,
-                None => self.err("nic.pmtu", format!("{m}: one of 256, 512, 1024, 2048, 4096")),
+                None => self.err(
+                    "nic.pmtu",
+                    format!("{m}: one of 256, 512, 1024, 2048, 4096"),
+                ),
             }
         }
         if let Some(v) = n.vlan {
@@ -899,7 +911,10 @@ impl Resolver<'_> {
             if let Some(ns) = self.fixed_time("nic.cnp_interval", i) {
                 match &mut p.nic.np {
                     Some(np) => np.min_time_between_cnps_ns = ns,
-                    None => self.err("nic.cnp_interval", "needs nic.dcqcn = \"paper\" or \"nvidia\""),
+                    None => self.err(
+                        "nic.cnp_interval",
+                        "needs nic.dcqcn = \"paper\" or \"nvidia\"",
+                    ),
                 }
             }
         }
@@ -985,7 +1000,10 @@ impl Resolver<'_> {
                 self.bytes(&format!("{key}.size"), f.size.clone())
             };
             let start = self.time_or(&format!("{key}.start"), f.start.as_ref(), 0);
-            let stop = f.stop.as_ref().and_then(|s| self.time(&format!("{key}.stop"), s));
+            let stop = f
+                .stop
+                .as_ref()
+                .and_then(|s| self.time(&format!("{key}.stop"), s));
             let message = match &f.message {
                 Some(m) => self.bytes(&format!("{key}.message"), m.clone()),
                 None => Some(1 << 20),
@@ -1041,7 +1059,10 @@ impl Resolver<'_> {
                 (Some(p), _) => self.time(&format!("{key}.period"), p),
                 (None, 1) => Some(0),
                 (None, _) => {
-                    self.err(&format!("{key}.period"), "missing (required when count > 1)");
+                    self.err(
+                        &format!("{key}.period"),
+                        "missing (required when count > 1)",
+                    );
                     None
                 }
             };
@@ -1204,7 +1225,10 @@ fn load_switch_config(path: &Path, key: &str, r: &mut Resolver<'_>) -> Option<Sw
                 .iter()
                 .any(|e| e.message.starts_with("cannot read"))
             {
-                r.err(key, format!("{}: cannot read the switch configuration", path.display()));
+                r.err(
+                    key,
+                    format!("{}: cannot read the switch configuration", path.display()),
+                );
             }
             for e in errors.errors {
                 r.errors.push(ScenarioError {

@@ -71,8 +71,12 @@ impl CdfFile {
     /// # Errors
     /// Unreadable, or not a CDF (with the line).
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read ({e}); or use \"websearch\" or \"fb_hadoop\"", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "{}: cannot read ({e}); or use \"websearch\" or \"fb_hadoop\"",
+                path.display()
+            )
+        })?;
         Self::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -129,7 +133,11 @@ impl CdfFile {
         let mut prev = (0.0, 0.0);
         for &(s, p) in &self.points {
             if u < p {
-                let f = if p > prev.1 { (u - prev.1) / (p - prev.1) } else { 0.0 };
+                let f = if p > prev.1 {
+                    (u - prev.1) / (p - prev.1)
+                } else {
+                    0.0
+                };
                 let v = prev.0 + f * (s - prev.0);
                 return (v.round() as u64).max(1);
             }
@@ -219,7 +227,9 @@ mod tests {
     #[test]
     fn bad_cdfs_are_refused_with_the_line() {
         assert!(CdfFile::parse("0 0\n10 50\n").unwrap_err().contains("100"));
-        assert!(CdfFile::parse("0 0\n10 50\n5 100\n").unwrap_err().contains("line 3"));
+        assert!(CdfFile::parse("0 0\n10 50\n5 100\n")
+            .unwrap_err()
+            .contains("line 3"));
         assert!(CdfFile::parse("x y\n").unwrap_err().contains("line 1"));
     }
 
