@@ -1,6 +1,6 @@
 # WebSearch flow sizes (DCTCP, SIGCOMM'10), as HPCC's traffic generator uses them
 # (traffic_gen/WebSearch_distribution.txt). Each line: <flow size, bytes> <cumulative percent>;
-# sizes between two points are interpolated linearly. Mean ≈ 1.6 MB.
+# sizes between two points are interpolated linearly. Mean 1.71 MB.
 0 0
 10000 15
 20000 20
