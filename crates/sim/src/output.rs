@@ -226,9 +226,9 @@ pub fn run(
             duration_ns: scenario.duration_ns,
             steps: sim.steps(),
         });
-        for s in 0..switches {
+        for (s, &port_count) in ports.iter().enumerate() {
             let sh = sim.switch(SwitchId(s)).shared();
-            for p in 0..ports[s] {
+            for p in 0..port_count {
                 let st = sh.port_stats(PortId(u16::try_from(p).unwrap_or(u16::MAX)), now);
                 let wm = sh.take_port_watermarks(PortId(u16::try_from(p).unwrap_or(u16::MAX)));
                 let _ = writeln!(
@@ -495,9 +495,9 @@ pub fn run(
 
     // Totals and conservation.
     let now = sim.now();
-    for s in 0..switches {
+    for (s, &port_count) in ports.iter().enumerate() {
         let sh = sim.switch(SwitchId(s)).shared();
-        for p in 0..ports[s] {
+        for p in 0..port_count {
             let st = sh.port_stats(PortId(u16::try_from(p).unwrap_or(u16::MAX)), now);
             report.switch_frames += st.rx_frames;
             report.drops += st.drops_total();
