@@ -689,7 +689,7 @@ pub fn conservation(sim: &Sim) -> Conservation {
             let port = PortId(u16::try_from(p).unwrap_or(u16::MAX));
             dropped += sh.port_stats(port, now).drops_total();
             for q in 0..PRIORITY_COUNT {
-                queued += sw.egress().queue_len(port, q) as u64;
+                queued += sw.queue_len(port, q) as u64;
             }
             let end = Endpoint::Switch(SwitchId(s), port);
             if let Some(ch) = sim.channel_from(end) {
