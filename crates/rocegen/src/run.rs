@@ -328,6 +328,7 @@ fn nic_config(
                     recv_psn: r.psn,
                     remote_va: r.va,
                     remote_rkey: r.rkey,
+                    vlan_id: None,
                 }),
         );
     }

@@ -52,6 +52,7 @@ fn config(local: bool, ipv6: bool) -> NicConfig {
                     recv_psn: 9,
                     remote_va: 0x7f00_0000_0000,
                     remote_rkey: 1,
+                    vlan_id: None,
                 }
             } else {
                 QpConfig {
@@ -63,6 +64,7 @@ fn config(local: bool, ipv6: bool) -> NicConfig {
                     recv_psn: 7,
                     remote_va: 0x7f11_0000_0000,
                     remote_rkey: 2,
+                    vlan_id: None,
                 }
             }
         })

@@ -159,11 +159,6 @@ impl Flow {
             ethertype: EtherType::Ipv4,
         }
         .emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-        let host_ip = |h: HostId| {
-            let n = u16::try_from(h.0 + 1).unwrap_or(u16::MAX);
-            let [hi, lo] = n.to_be_bytes();
-            Ipv4Addr::new(10, 0, hi, lo)
-        };
         let ip_payload = len - 14 - 20;
         Ipv4Repr {
             src_addr: host_ip(spec.src),
@@ -250,6 +245,13 @@ impl Flow {
             s.reordered_frames += 1;
         }
     }
+}
+
+/// The IPv4 address of host `h`: 10.0.x.y with x.y = h + 1 (big endian).
+pub(crate) fn host_ip(h: HostId) -> Ipv4Addr {
+    let n = u16::try_from(h.0 + 1).unwrap_or(u16::MAX);
+    let [hi, lo] = n.to_be_bytes();
+    Ipv4Addr::new(10, 0, hi, lo)
 }
 
 /// EtherType of learning hellos: IEEE 802 local experimental EtherType 1.

@@ -10,8 +10,12 @@
 //!
 //! As a sink, a host absorbs everything at line rate (it never sends PFC) and counts the
 //! frames of the flows addressed to it.
+//!
+//! A RoCE host ([`crate::Sim::add_rdma_host`]) is a [`RdmaHost`] instead: its NIC does all of
+//! the above the way an RDMA NIC does (see [`crate::rdma`]); injected frames still go first.
 
 use crate::flow::{read_stamp, Flow, FlowId};
+use crate::rdma::RdmaHost;
 use headroom_core::frame::{Frame, HeapFrame};
 use headroom_core::time::Instant;
 use headroom_core::types::{Priority, PRIORITY_COUNT};
@@ -80,6 +84,8 @@ pub struct Host {
     next_flow: usize,
     injected: VecDeque<HeapFrame>,
     pub(crate) stats: HostStats,
+    /// A RoCE NIC ([`crate::rdma`]) instead of the plain flow sender and sink.
+    pub(crate) rdma: Option<Box<RdmaHost>>,
 }
 
 impl Host {
@@ -93,7 +99,14 @@ impl Host {
             next_flow: 0,
             injected: VecDeque::new(),
             stats: HostStats::default(),
+            rdma: None,
         }
+    }
+
+    /// The RoCE NIC and its flows, for a RoCE host.
+    #[must_use]
+    pub fn rdma(&self) -> Option<&RdmaHost> {
+        self.rdma.as_deref()
     }
 
     /// The host's identity.
@@ -131,6 +144,10 @@ impl Host {
     /// Handles a frame received whole at `now`.
     pub(crate) fn receive(&mut self, now: Instant, frame: &HeapFrame, flows: &mut [Flow]) {
         let data = frame.data();
+        if let Some(rdma) = self.rdma.as_deref_mut() {
+            rdma.receive(now, data);
+            return;
+        }
         if data.len() >= 14 && data[12..14] == [0x88, 0x08] {
             self.receive_mac_control(now, data);
             return;
@@ -184,6 +201,9 @@ impl Host {
         if let Some(f) = self.injected.pop_front() {
             return Some(f);
         }
+        if let Some(rdma) = self.rdma.as_deref_mut() {
+            return rdma.next_frame(now);
+        }
         let n = self.flows.len();
         for k in 0..n {
             let i = (self.next_flow + k) % n;
@@ -202,6 +222,9 @@ impl Host {
     pub(crate) fn next_wake(&self, now: Instant, flows: &[Flow]) -> Option<Instant> {
         if !self.injected.is_empty() {
             return Some(now);
+        }
+        if let Some(rdma) = self.rdma.as_deref() {
+            return rdma.next_wake(now);
         }
         self.flows
             .iter()

@@ -78,10 +78,17 @@
 pub mod flow;
 pub mod host;
 pub mod link;
+pub mod output;
+mod plot;
+pub mod rdma;
+pub mod scenario;
 
 pub use flow::{FlowId, FlowSpec, FlowStats};
 pub use host::{Host, HostId, HostParams, HostStats};
 pub use link::{Channel, ChannelStats, Link, LinkId, LinkParams};
+pub use rdma::{
+    NicFaults, PfcStorm, RdmaFlowId, RdmaFlowSpec, RdmaFlowStats, RdmaHost, RdmaHostParams,
+};
 
 use flow::Flow;
 use headroom_core::events::Event;
@@ -171,6 +178,8 @@ pub enum SimError {
         /// Virtual time.
         at: Instant,
     },
+    /// A RoCE NIC's configuration was refused (the NIC's message).
+    Nic(String),
     /// The step budget ran out: the run is longer than planned, or something livelocks.
     StepLimit {
         /// Virtual time reached.
@@ -203,6 +212,7 @@ impl core::fmt::Display for SimError {
             Self::Switch(e) => write!(f, "switch parameters refused: {e}"),
             Self::InjectQueueFull(h) => write!(f, "{h:?}: injection queue full"),
             Self::Idle { at } => write!(f, "nothing will happen after {at:?}"),
+            Self::Nic(why) => write!(f, "RoCE NIC refused: {why}"),
             Self::StepLimit { at, steps } => write!(
                 f,
                 "step limit reached: {steps} steps at {at:?} (run longer than planned, or a livelock)"
@@ -242,6 +252,17 @@ pub struct Sim {
     tx_scratch: Vec<HeapFrame>,
     /// Something changed from outside between steps: process the current instant again.
     poked: bool,
+    rdma_flows: Vec<RdmaFlowEnds>,
+    /// Whether the RoCE NICs are built (at the first step).
+    rdma_started: bool,
+}
+
+/// Where an RDMA flow's two QPs are.
+#[derive(Clone, Debug)]
+struct RdmaFlowEnds {
+    spec: RdmaFlowSpec,
+    src_qp: usize,
+    dst_qp: usize,
 }
 
 impl Default for Sim {
@@ -267,6 +288,8 @@ impl Sim {
             events_lost: 0,
             tx_scratch: Vec::with_capacity(2),
             poked: false,
+            rdma_flows: Vec::new(),
+            rdma_started: false,
         }
     }
 
@@ -307,6 +330,172 @@ impl Sim {
         self.hosts.push(Host::new(id, params));
         self.host_links.push(None);
         id
+    }
+
+    /// Adds a RoCE host: its NIC is a [`headroom_rnic::Nic`] built from `rdma` (see
+    /// [`rdma`]); give it flows with [`Sim::add_rdma_flow`] and connect it with
+    /// [`Sim::connect`] before the first step.
+    ///
+    /// # Errors
+    /// [`SimError::Nic`] when the NIC refuses the template, [`SimError::InvalidConfig`] for a
+    /// storm with a zero interval.
+    pub fn add_rdma_host(
+        &mut self,
+        params: HostParams,
+        rdma: RdmaHostParams,
+    ) -> Result<HostId, SimError> {
+        let id = HostId(self.hosts.len());
+        let nic = RdmaHost::new(id, params.mac, rdma)?;
+        let mut host = Host::new(id, params);
+        host.rdma = Some(Box::new(nic));
+        self.hosts.push(host);
+        self.host_links.push(None);
+        Ok(id)
+    }
+
+    /// Adds an RDMA flow (one QP at each end) between two RoCE hosts, before the first step.
+    ///
+    /// # Errors
+    /// Unknown or non-RoCE hosts, a flow from a host to itself, zero bytes or message size,
+    /// a VLAN outside 1..=4094, more than [`headroom_rnic::QPS_MAX`] flows at a host, or a
+    /// simulation already started ([`SimError::InvalidFlow`]).
+    pub fn add_rdma_flow(&mut self, spec: RdmaFlowSpec) -> Result<RdmaFlowId, SimError> {
+        let bad = |why: &str| Err(SimError::InvalidFlow(why.into()));
+        if self.rdma_started {
+            return bad("RDMA flows are added before the simulation starts");
+        }
+        if spec.src == spec.dst {
+            return bad("a flow needs two different hosts");
+        }
+        if spec.bytes == Some(0) || spec.message_bytes == 0 {
+            return bad("a flow sends at least one byte, in messages of at least one byte");
+        }
+        if spec.message_bytes > headroom_roce::rc::MESSAGE_LEN_MAX {
+            return bad("an RDMA WRITE is at most 2^31 bytes");
+        }
+        if spec.vlan_id.is_some_and(|v| !(1..=4094).contains(&v)) {
+            return bad("VLAN not in 1..=4094");
+        }
+        let end = |sim: &Self, h: HostId| -> Result<([u8; 6], std::net::IpAddr, u32), SimError> {
+            let host = sim.hosts.get(h.0).ok_or(SimError::UnknownHost)?;
+            let rdma = host.rdma.as_deref().ok_or_else(|| {
+                SimError::InvalidFlow(format!("{} is not a RoCE host", host.params.name))
+            })?;
+            Ok((host.params.mac, rdma.ip(), rdma.next_qpn()))
+        };
+        let src = end(self, spec.src)?;
+        let dst = end(self, spec.dst)?;
+        let id = RdmaFlowId(self.rdma_flows.len());
+        let (sender, receiver) = rdma::qp_pair(id, &spec, src, dst);
+        let src_qp = self.hosts[spec.src.0]
+            .rdma
+            .as_deref_mut()
+            .map_or(Err(SimError::UnknownHost), |h| {
+                h.add_qp(id, true, &spec, sender)
+            })?;
+        let dst_qp = match self.hosts[spec.dst.0]
+            .rdma
+            .as_deref_mut()
+            .map_or(Err(SimError::UnknownHost), |h| {
+                h.add_qp(id, false, &spec, receiver)
+            }) {
+            Ok(qp) => qp,
+            Err(e) => {
+                if let Some(h) = self.hosts[spec.src.0].rdma.as_deref_mut() {
+                    h.remove_last_qp();
+                }
+                return Err(e);
+            }
+        };
+        self.rdma_flows.push(RdmaFlowEnds {
+            spec,
+            src_qp,
+            dst_qp,
+        });
+        Ok(id)
+    }
+
+    /// Builds the RoCE NICs (once, at the first step).
+    fn start_rdma(&mut self) -> Result<(), SimError> {
+        if self.rdma_started {
+            return Ok(());
+        }
+        self.rdma_started = true;
+        let now = self.now;
+        for (h, host) in self.hosts.iter_mut().enumerate() {
+            let rate = host.rate_bps;
+            if let Some(rdma) = host.rdma.as_deref_mut() {
+                if self.host_links[h].is_none() {
+                    return Err(SimError::NotConnected(Endpoint::Host(HostId(h))));
+                }
+                rdma.start(now, rate)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An RDMA flow's counters: the sender's (posted, completed, finish) and the receiver's
+    /// (delivered).
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn rdma_flow(&self, id: RdmaFlowId) -> RdmaFlowStats {
+        let f = &self.rdma_flows[id.0];
+        let side = |h: HostId, qp: usize| {
+            self.hosts[h.0]
+                .rdma
+                .as_deref()
+                .map(|r| r.qp_stats(qp))
+                .unwrap_or_default()
+        };
+        let mut stats = side(f.spec.src, f.src_qp);
+        let rx = side(f.spec.dst, f.dst_qp);
+        stats.delivered_bytes = rx.delivered_bytes;
+        stats.delivered_messages = rx.delivered_messages;
+        stats
+    }
+
+    /// An RDMA flow's specification.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn rdma_flow_spec(&self, id: RdmaFlowId) -> &RdmaFlowSpec {
+        &self.rdma_flows[id.0].spec
+    }
+
+    /// The QP index of an RDMA flow at its sender and at its receiver.
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn rdma_flow_qps(&self, id: RdmaFlowId) -> (usize, usize) {
+        let f = &self.rdma_flows[id.0];
+        (f.src_qp, f.dst_qp)
+    }
+
+    /// Every RDMA flow id, in order.
+    pub fn rdma_flow_ids(&self) -> impl Iterator<Item = RdmaFlowId> {
+        (0..self.rdma_flows.len()).map(RdmaFlowId)
+    }
+
+    /// Number of hosts.
+    #[must_use]
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Number of switches.
+    #[must_use]
+    pub fn switch_count(&self) -> usize {
+        self.switches.len()
+    }
+
+    /// Number of links.
+    #[must_use]
+    pub fn link_count(&self) -> usize {
+        self.links.len()
     }
 
     fn attachment(&self, e: Endpoint) -> Result<Option<(LinkId, usize)>, SimError> {
@@ -489,6 +678,7 @@ impl Sim {
     /// [`SimError::StepLimit`] when the step budget is spent, [`SimError::Idle`] when nothing
     /// will ever happen.
     pub fn step(&mut self) -> Result<Instant, SimError> {
+        self.start_rdma()?;
         if self.steps >= self.config.max_steps {
             return Err(SimError::StepLimit {
                 at: self.now,
@@ -518,6 +708,7 @@ impl Sim {
     /// # Errors
     /// [`SimError::StepLimit`] when the step budget runs out first.
     pub fn run_until(&mut self, until: Instant) -> Result<(), SimError> {
+        self.start_rdma()?;
         loop {
             let t = self.next_event_time();
             if t > until {

@@ -46,6 +46,24 @@ pub fn wire_time_ns(len: usize, rate_bps: u64) -> u64 {
     u64::try_from(ns).unwrap_or(u64::MAX)
 }
 
+/// Most PFC changes a channel keeps ([`Channel::pfc_changes`]); later ones are counted in
+/// [`ChannelStats::pfc_changes_lost`].
+pub const MAX_PFC_CHANGES: usize = 1 << 20;
+
+/// A priority's pause request changing on a channel: the transmitter sent a PFC frame that
+/// asks the far end to stop (XOFF: quanta > 0) or to resume (XON: quanta 0) a priority it had
+/// not asked that of before (IEEE 802.1Qbb 36.1.3). Refreshes of a standing XOFF are not
+/// changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PfcChange {
+    /// When the PFC frame started on the wire.
+    pub at: Instant,
+    /// Priority 0..=7.
+    pub priority: u8,
+    /// XOFF (`true`) or XON.
+    pub xoff: bool,
+}
+
 /// What one direction of a link carried.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChannelStats {
@@ -59,6 +77,10 @@ pub struct ChannelStats {
     pub last_data_start: Option<Instant>,
     /// When the last MAC Control frame started.
     pub last_control_start: Option<Instant>,
+    /// PFC frames (XON included).
+    pub pfc_frames: u64,
+    /// PFC changes not kept beyond [`MAX_PFC_CHANGES`].
+    pub pfc_changes_lost: u64,
 }
 
 /// One direction of a link.
@@ -70,9 +92,56 @@ pub struct Channel {
     /// delay).
     pub(crate) in_flight: VecDeque<(Instant, HeapFrame)>,
     pub(crate) stats: ChannelStats,
+    /// Priorities the transmitter currently asks the far end to pause (bit p).
+    pfc_asserted: u8,
+    pfc_changes: Vec<PfcChange>,
 }
 
 impl Channel {
+    /// Records the XOFF/XON changes a PFC frame sent at `now` makes.
+    fn observe_pfc(&mut self, now: Instant, data: &[u8]) {
+        use headroom_wire::mac_control::{MacControlFrame, MacControlRepr};
+        let Ok(MacControlRepr::Pfc(pfc)) =
+            MacControlFrame::new_checked(data).and_then(|f| MacControlRepr::parse(&f))
+        else {
+            return;
+        };
+        self.stats.pfc_frames += 1;
+        for priority in 0..8u8 {
+            let Some(quanta) = pfc.quanta_for(priority) else {
+                continue;
+            };
+            let xoff = quanta > 0;
+            let bit = 1u8 << priority;
+            if xoff == (self.pfc_asserted & bit != 0) {
+                continue;
+            }
+            self.pfc_asserted ^= bit;
+            if self.pfc_changes.len() < MAX_PFC_CHANGES {
+                self.pfc_changes.push(PfcChange {
+                    at: now,
+                    priority,
+                    xoff,
+                });
+            } else {
+                self.stats.pfc_changes_lost += 1;
+            }
+        }
+    }
+
+    /// Every XOFF/XON change the transmitter made, in time order.
+    #[must_use]
+    pub fn pfc_changes(&self) -> &[PfcChange] {
+        &self.pfc_changes
+    }
+
+    /// Priorities the transmitter asks the far end to pause now (bit p), as far as its PFC
+    /// frames say (a pause it never cancels expires at the far end on its own).
+    #[must_use]
+    pub fn pfc_asserted(&self) -> u8 {
+        self.pfc_asserted
+    }
+
     /// Puts `frame` on the wire at `now`.
     pub(crate) fn transmit(&mut self, now: Instant, frame: HeapFrame, params: &LinkParams) {
         debug_assert!(now >= self.busy_until, "one frame at a time");
@@ -83,6 +152,7 @@ impl Channel {
         if control {
             self.stats.control_frames += 1;
             self.stats.last_control_start = Some(now);
+            self.observe_pfc(now, d);
         } else {
             self.stats.data_frames += 1;
             self.stats.data_bytes += d.len() as u64;

@@ -1,11 +1,14 @@
-//! The emulated RoCE NIC, sans-IO: RC queue pairs, DCQCN, PFC honouring and an emulated link,
-//! behind a byte interface.
+//! headroom-rnic: an emulated RoCEv2 NIC, sans-IO: RC queue pairs, DCQCN, PFC honouring and an
+//! emulated link, behind a byte interface.
 //!
-//! [`Nic`] is what `rocegen` puts between its workload (post RDMA WRITEs, collect completions) and
-//! a raw Ethernet port. It takes received frames ([`Nic::handle_frame`]) and timer calls
+//! [`Nic`] is what stands between a workload (post RDMA WRITEs, collect completions) and an
+//! Ethernet port: `rocegen` drives it over a raw socket, the simulator (`headroom-sim`) over a
+//! virtual-time link. It takes received frames ([`Nic::handle_frame`]) and timer calls
 //! ([`Nic::handle_timeout`]), and hands out frames to send ([`Nic::poll_transmit`]), written with
 //! `headroom-wire` into the caller's buffer. It reads no clock and does no I/O: the driver passes
 //! `now` and moves the bytes, so the whole NIC can be run in virtual time (see the tests).
+//! It composes the state machines of `headroom-roce`; it depends on nothing else but
+//! `headroom-wire`.
 //!
 //! # What it does, like a NIC
 //!
@@ -35,6 +38,10 @@
 //! a start time may lie is bounded by `catch_up_ns`: a host that fell further behind loses that
 //! link time instead of bursting it.
 
+#![forbid(unsafe_code)]
+
+pub mod qp_hash;
+
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
@@ -59,7 +66,7 @@ use headroom_wire::roce::{
 use headroom_wire::vlan::{self, VlanTci};
 use headroom_wire::{ipv4, ipv6, udp, Ecn};
 
-use crate::flow::{flow_label, udp_sport};
+use crate::qp_hash::{flow_label, udp_sport};
 
 /// Most queue pairs one NIC runs (perftest's `-q` has no documented limit; this bounds the per-call
 /// work of the scheduler, which looks at every QP).
@@ -117,6 +124,10 @@ pub struct QpConfig {
     pub remote_va: u64,
     /// The peer's remote key (RETH R_Key).
     pub remote_rkey: u32,
+    /// The VLAN of this QP's frames, overriding [`NicConfig::vlan_id`]: the QP's source GID sits
+    /// on a VLAN interface (a GID table holds one entry per netdev, VLAN devices included).
+    /// `None`: the NIC's.
+    pub vlan_id: Option<u16>,
 }
 
 /// Everything a [`Nic`] needs.
@@ -262,6 +273,31 @@ pub enum TxKind {
         /// QP index.
         qp: usize,
     },
+}
+
+/// What a received frame was, as [`Nic::handle_frame`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxKind {
+    /// A MAC Control frame (PFC or PAUSE, honoured; or counted as unknown or malformed).
+    MacControl,
+    /// An RDMA WRITE request packet for QP `qp` (index), handed to its responder (a test drop
+    /// included).
+    Request {
+        /// QP index.
+        qp: usize,
+    },
+    /// An ACK or NAK for QP `qp`, handed to its requester.
+    Ack {
+        /// QP index.
+        qp: usize,
+    },
+    /// A CNP for QP `qp`, handed to its reaction point.
+    Cnp {
+        /// QP index.
+        qp: usize,
+    },
+    /// Anything else: not RoCEv2, not for us, unknown QP, bad ICRC, unsupported (counted).
+    Ignored,
 }
 
 /// Port-level counters of a [`Nic`]. All monotonic.
@@ -627,35 +663,36 @@ impl Nic {
 
     // ---- inputs ---------------------------------------------------------------------------------
 
-    /// A frame arrived on the port at `now`.
-    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) {
+    /// A frame arrived on the port at `now`. Returns what it was, for drivers that keep per-QP
+    /// state (completions, deliveries) and poll only the QP a frame touched.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> RxKind {
         self.counters.rx_frames_total += 1;
         let Ok(l2) = parse_l2(frame) else {
             self.counters.rx_non_roce_total += 1;
-            return;
+            return RxKind::Ignored;
         };
         if l2.ethertype == EtherType::MacControl {
             self.handle_mac_control(now, frame);
-            return;
+            return RxKind::MacControl;
         }
         let Ok(headers) = parse_rocev2(frame) else {
             self.counters.rx_non_roce_total += 1;
-            return;
+            return RxKind::Ignored;
         };
         // Also what is of the other family: a GID is one address.
         if headers.dst_addr != self.local_ip {
             self.counters.rx_not_for_us_total += 1;
-            return;
+            return RxKind::Ignored;
         }
         // The QP first: several rocegen processes may share an interface (one per peer, as
         // perftest servers do), and each skips the others' traffic without checksumming it.
         let Some(index) = self.qp_index(headers.bth.dest_qp) else {
             self.counters.rx_unknown_qp_total += 1;
-            return;
+            return RxKind::Ignored;
         };
         if verify_icrc(&frame[headers.ip_offset..]).is_err() {
             self.counters.rx_icrc_errors_total += 1;
-            return;
+            return RxKind::Ignored;
         }
         self.counters.rx_roce_total += 1;
         match headers.bth.opcode {
@@ -669,6 +706,7 @@ impl Nic {
                     rp.handle_cnp(now);
                 }
                 Self::sync_rate(qp, now);
+                RxKind::Cnp { qp: index }
             }
             Opcode::Acknowledge => {
                 if headers.ecn == Ecn::Ce {
@@ -676,7 +714,7 @@ impl Nic {
                 }
                 let Some(aeth) = headers.ext.aeth else {
                     self.counters.rx_unsupported_total += 1;
-                    return;
+                    return RxKind::Ignored;
                 };
                 let ack = AckDescriptor {
                     syndrome: u8::from(aeth.syndrome),
@@ -689,12 +727,19 @@ impl Nic {
                     self.counters.rx_naks_total += 1;
                 }
                 self.qps[index].requester.handle_ack(now, ack);
+                RxKind::Ack { qp: index }
             }
             Opcode::RdmaWriteFirst
             | Opcode::RdmaWriteMiddle
             | Opcode::RdmaWriteLast
-            | Opcode::RdmaWriteOnly => self.handle_request(now, index, frame, &headers),
-            _ => self.counters.rx_unsupported_total += 1,
+            | Opcode::RdmaWriteOnly => {
+                self.handle_request(now, index, frame, &headers);
+                RxKind::Request { qp: index }
+            }
+            _ => {
+                self.counters.rx_unsupported_total += 1;
+                RxKind::Ignored
+            }
         }
     }
 
@@ -875,7 +920,7 @@ impl Nic {
         let index = self.qp_index(cnp.dest_qpn)?;
         let qp = self.qps[index].cfg;
         let vlan = self
-            .vlan_id
+            .qp_vlan_id(index)
             .map(|vid| VlanTci::new(cnp.priority, false, vid));
         let mut repr = RoceV2PacketRepr::cnp(
             qp.peer_mac,
@@ -917,7 +962,7 @@ impl Nic {
             let repr = RoceV2PacketRepr {
                 dst_addr: peer_mac,
                 src_addr: self.local_mac,
-                vlan: self.data_vlan(),
+                vlan: self.data_vlan(index),
                 ip: self.ip_repr(index, self.data_dscp, Ecn::Ect0),
                 udp_src_port: sport,
                 udp_checksum: self.udp_checksum(),
@@ -1046,7 +1091,7 @@ impl Nic {
         let repr = RoceV2PacketRepr {
             dst_addr: qp.cfg.peer_mac,
             src_addr: self.local_mac,
-            vlan: self.data_vlan(),
+            vlan: self.data_vlan(index),
             ip: self.ip_repr(
                 index,
                 self.data_dscp,
@@ -1085,8 +1130,13 @@ impl Nic {
         result
     }
 
-    fn data_vlan(&self) -> Option<VlanTci> {
-        self.vlan_id
+    /// The VLAN of QP `index`'s frames: its own, else the NIC's.
+    fn qp_vlan_id(&self, index: usize) -> Option<u16> {
+        self.qps[index].cfg.vlan_id.or(self.vlan_id)
+    }
+
+    fn data_vlan(&self, index: usize) -> Option<VlanTci> {
+        self.qp_vlan_id(index)
             .map(|vid| VlanTci::new(self.data_priority.get(), false, vid))
     }
 

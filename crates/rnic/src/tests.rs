@@ -59,6 +59,7 @@ fn config_in(ipv6: bool, local: bool, qps: usize, link_rate_bps: u64) -> NicConf
                     recv_psn: PSN_B,
                     remote_va: 0x7f00_0000_0000,
                     remote_rkey: 0xBEEF,
+                    vlan_id: None,
                 },
                 QpConfig {
                     peer_mac: MAC_A,
@@ -69,6 +70,7 @@ fn config_in(ipv6: bool, local: bool, qps: usize, link_rate_bps: u64) -> NicConf
                     recv_psn: PSN_A,
                     remote_va: 0x7f11_0000_0000,
                     remote_rkey: 0xCAFE,
+                    vlan_id: None,
                 },
             );
             if local {
@@ -931,4 +933,55 @@ fn a_family_mismatch_is_refused() {
         Nic::new(cfg, t(0)),
         Err(NicError::MtuTooLarge { .. })
     ));
+}
+
+#[test]
+fn handle_frame_says_which_qp_a_frame_touched_and_a_qp_vlan_overrides_the_nics() {
+    let mut a_cfg = config(true, 2, 10 * GBPS);
+    let mut b_cfg = config(false, 2, 10 * GBPS);
+    a_cfg.vlan_id = Some(100);
+    b_cfg.vlan_id = Some(100);
+    // QP 1 of both ends sits on VLAN 200; QP 0 keeps the NIC's VLAN 100.
+    a_cfg.qps[1].vlan_id = Some(200);
+    b_cfg.qps[1].vlan_id = Some(200);
+    let mut a = Nic::new(a_cfg, t(0)).unwrap();
+    let mut b = Nic::new(b_cfg, t(0)).unwrap();
+    let mut buf = vec![0u8; 2048];
+    for qp in 0..2 {
+        a.post_write(qp, qp as u64, 100).unwrap();
+    }
+    let mut now = 0;
+    let mut requests = Vec::new();
+    while requests.len() < 2 {
+        while let Some(sent) = a.poll_transmit(t(now), &mut buf) {
+            requests.push((sent.kind, buf[..sent.len].to_vec()));
+        }
+        now += 1_000;
+    }
+    for (kind, frame) in &requests {
+        let TxKind::Data { qp, .. } = *kind else {
+            panic!("{kind:?}")
+        };
+        let vid = parse_l2(frame).unwrap().vlan.unwrap().vid();
+        assert_eq!(vid, if qp == 1 { 200 } else { 100 });
+        assert_eq!(b.handle_frame(t(now), frame), RxKind::Request { qp });
+    }
+    b.handle_timeout(t(now));
+    let mut acks = 0;
+    while let Some(sent) = b.poll_transmit(t(now + 100_000), &mut buf) {
+        let TxKind::Ack { qp } = sent.kind else {
+            panic!("{:?}", sent.kind)
+        };
+        let frame = buf[..sent.len].to_vec();
+        assert_eq!(
+            parse_l2(&frame).unwrap().vlan.unwrap().vid(),
+            if qp == 1 { 200 } else { 100 },
+            "the ACK goes back on the QP's VLAN"
+        );
+        assert_eq!(a.handle_frame(t(now + 200_000), &frame), RxKind::Ack { qp });
+        acks += 1;
+    }
+    assert_eq!(acks, 2);
+    assert_eq!(a.handle_frame(t(0), &pfc_frame(3, 10)), RxKind::MacControl);
+    assert_eq!(a.handle_frame(t(0), &[0u8; 10]), RxKind::Ignored);
 }

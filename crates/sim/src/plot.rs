@@ -1,0 +1,236 @@
+//! The plots of a run, as SVG (plotters): queue depth over time, flow throughput over time,
+//! FCT slowdown by flow size (the shape of HPCC's Fig. 11: median and 99th percentile per size
+//! bucket), and the pause timeline per hop (when each transmitter asked its peer to pause).
+
+use crate::output::{PlotData, Series};
+use plotters::prelude::*;
+
+const SIZE: (u32, u32) = (960, 540);
+/// Series drawn at most per plot (the largest ones).
+const MAX_SERIES: usize = 12;
+
+/// Every plot: (file name, SVG text). A plot with nothing to show says so.
+pub(crate) fn all(d: &PlotData) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "queue_depth.svg",
+            lines(
+                "Egress queue depth",
+                "time (µs)",
+                "depth (KB)",
+                &top(&d.queues),
+                d.duration_us,
+            ),
+        ),
+        (
+            "flow_rates.svg",
+            lines(
+                "Flow throughput (delivered)",
+                "time (µs)",
+                "Gb/s",
+                &top(&d.rates),
+                d.duration_us,
+            ),
+        ),
+        ("fct_slowdown.svg", fct(&d.fct)),
+        ("pause_timeline.svg", pauses(&d.pauses, d.duration_us)),
+    ]
+}
+
+/// The `MAX_SERIES` series with the largest peaks, in their original order.
+fn top(series: &[Series]) -> Vec<&Series> {
+    let peak = |s: &Series| s.points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut idx: Vec<usize> = (0..series.len())
+        .filter(|&i| peak(&series[i]) > 0.0)
+        .collect();
+    idx.sort_by(|&a, &b| {
+        peak(&series[b])
+            .total_cmp(&peak(&series[a]))
+            .then(a.cmp(&b))
+    });
+    idx.truncate(MAX_SERIES);
+    idx.sort_unstable();
+    idx.into_iter().map(|i| &series[i]).collect()
+}
+
+fn color(i: usize) -> RGBColor {
+    const PALETTE: [RGBColor; 12] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(0, 0, 0),
+        RGBColor(100, 100, 255),
+    ];
+    PALETTE[i % PALETTE.len()]
+}
+
+fn lines(title: &str, x: &str, y: &str, series: &[&Series], x_max: f64) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let y_max = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max)
+            .max(1e-9)
+            * 1.1;
+        let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..x_max.max(1e-9), 0.0..y_max)
+        else {
+            return svg_placeholder(title);
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc(x)
+            .y_desc(y)
+            .light_line_style(WHITE)
+            .draw();
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            if let Ok(a) = chart.draw_series(LineSeries::new(s.points.iter().copied(), &c)) {
+                a.label(s.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+            }
+        }
+        if !series.is_empty() {
+            let _ = chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw();
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
+fn svg_placeholder(title: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\"><text x=\"20\" y=\"40\">{title}: nothing to plot</text></svg>\n",
+        SIZE.0, SIZE.1
+    )
+}
+
+/// Slowdown against size: every flow as a dot, and per size bucket (deciles of the completed
+/// flows' sizes) the median and the 99th percentile.
+fn fct(points: &[(u64, f64)]) -> String {
+    let title = "FCT slowdown by flow size";
+    if points.is_empty() {
+        return svg_placeholder(title);
+    }
+    let mut sorted: Vec<(u64, f64)> = points.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let buckets = 10.min(sorted.len());
+    let mut median = Vec::new();
+    let mut p99 = Vec::new();
+    for b in 0..buckets {
+        let lo = b * sorted.len() / buckets;
+        let hi = ((b + 1) * sorted.len() / buckets).max(lo + 1);
+        let chunk = &sorted[lo..hi];
+        let mut s: Vec<f64> = chunk.iter().map(|p| p.1).collect();
+        s.sort_by(f64::total_cmp);
+        let x = chunk[chunk.len() / 2].0 as f64;
+        median.push((x, s[s.len() / 2]));
+        p99.push((x, s[((s.len() * 99) / 100).min(s.len() - 1)]));
+    }
+    let x_min = sorted.first().map_or(1.0, |p| p.0 as f64).max(1.0);
+    let x_max = sorted.last().map_or(10.0, |p| p.0 as f64).max(x_min * 10.0);
+    let y_max = sorted.iter().map(|p| p.1).fold(1.0, f64::max) * 1.2;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((x_min..x_max).log_scale(), (0.8..y_max).log_scale())
+        else {
+            return svg_placeholder(title);
+        };
+        let _ = chart
+            .configure_mesh()
+            .x_desc("flow size (bytes)")
+            .y_desc("slowdown (FCT / ideal)")
+            .draw();
+        let _ = chart.draw_series(
+            sorted
+                .iter()
+                .map(|p| Circle::new((p.0 as f64, p.1), 2, color(7).filled())),
+        );
+        if let Ok(a) = chart.draw_series(LineSeries::new(median, &color(0))) {
+            a.label("median")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color(0)));
+        }
+        if let Ok(a) = chart.draw_series(LineSeries::new(p99, &color(3))) {
+            a.label("99th percentile")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color(3)));
+        }
+        let _ = chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw();
+        let _ = root.present();
+    }
+    svg
+}
+
+/// One row per transmitter that sent XOFF: a bar while its pause request stood.
+fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
+    let title = "PFC pause requests per hop (XOFF → XON)";
+    if rows.is_empty() {
+        return svg_placeholder(title);
+    }
+    let n = rows.len();
+    let height = (120 + 28 * n as u32).max(240);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, height)).into_drawing_area();
+        let _ = root.fill(&WHITE);
+        let Ok(mut chart) = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(110)
+            .build_cartesian_2d(0.0..duration_us.max(1e-9), 0.0..n as f64)
+        else {
+            return svg_placeholder(title);
+        };
+        let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+        let _ = chart
+            .configure_mesh()
+            .x_desc("time (µs)")
+            .y_labels(n)
+            .y_label_formatter(&|y| {
+                let i = y.floor() as usize;
+                labels.get(i).cloned().unwrap_or_default()
+            })
+            .disable_y_mesh()
+            .draw();
+        for (i, (_, intervals)) in rows.iter().enumerate() {
+            let y = i as f64;
+            let _ = chart.draw_series(intervals.iter().map(|&(a, b)| {
+                Rectangle::new(
+                    [(a, y + 0.15), (b.max(a + duration_us / 2000.0), y + 0.85)],
+                    color(i).filled(),
+                )
+            }));
+        }
+        let _ = root.present();
+    }
+    svg
+}

@@ -1,0 +1,149 @@
+//! RoCE hosts (headroom-rnic NICs) through real switches: WRITEs complete, PFC keeps an incast
+//! lossless, and the faults do what they say.
+
+use headroom_core::params::presets;
+use headroom_core::time::Instant;
+use headroom_core::types::PortId;
+use headroom_sim::{
+    Endpoint, HostParams, LinkParams, NicFaults, PfcStorm, RdmaFlowSpec, RdmaHostParams, Sim,
+};
+
+const GBPS: u64 = 1_000_000_000;
+const US: u64 = 1_000;
+
+/// A switch with `n` RoCE hosts at `rate`, host i on port i, 1 µs links.
+fn star(n: usize, rate: u64, faults: &[(usize, NicFaults)]) -> Sim {
+    let mut sim = Sim::new();
+    let sw = sim.add_switch(presets::simple(n, rate)).unwrap();
+    for i in 0..n {
+        let mut params = RdmaHostParams::default();
+        if let Some((_, f)) = faults.iter().find(|(h, _)| *h == i) {
+            params.faults = *f;
+        }
+        let h = sim
+            .add_rdma_host(HostParams::numbered(u16::try_from(i + 1).unwrap()), params)
+            .unwrap();
+        sim.connect(
+            Endpoint::Host(h),
+            Endpoint::Switch(sw, PortId(u16::try_from(i).unwrap())),
+            LinkParams::new(rate, US),
+        )
+        .unwrap();
+    }
+    sim
+}
+
+#[test]
+fn one_write_flow_completes_at_line_rate_without_loss() {
+    let mut sim = star(2, 10 * GBPS, &[]);
+    let hosts: Vec<_> = (0..2).map(headroom_sim::HostId).collect();
+    let flow = sim
+        .add_rdma_flow(RdmaFlowSpec::new(
+            hosts[0],
+            hosts[1],
+            Some(1 << 20),
+            Instant::from_micros(10),
+        ))
+        .unwrap();
+    sim.run_until(Instant::from_millis(5)).unwrap();
+    let s = sim.rdma_flow(flow);
+    assert_eq!(s.posted_bytes, 1 << 20);
+    assert_eq!(s.completed_bytes, 1 << 20);
+    assert_eq!(s.delivered_bytes, 1 << 20);
+    let fct = s.finish.unwrap().as_nanos() - 10 * US;
+    // 1024 packets of 1024 B payload in 1024 + 58 + 24 B on the wire at 10 Gb/s: 906 µs, plus
+    // the path (two links, store and forward) and the last ACK.
+    let ideal = 1024 * (1024 + 58 + 24) * 8 / 10;
+    assert!(
+        fct >= ideal && fct < ideal + 20 * US,
+        "FCT {fct} ns, ideal {ideal}"
+    );
+    let nic = sim.host(hosts[0]).rdma().unwrap().nic().unwrap();
+    assert_eq!(nic.requester_stats(0).packets_retransmitted_total, 0);
+    assert_eq!(nic.counters().tx_data_packets_total, 1024);
+}
+
+#[test]
+fn a_2_to_1_incast_is_lossless_under_pfc() {
+    let mut sim = star(3, 10 * GBPS, &[]);
+    let h = |i| headroom_sim::HostId(i);
+    let flows: Vec<_> = (0..2)
+        .map(|i| {
+            sim.add_rdma_flow(RdmaFlowSpec::new(h(i), h(2), Some(4 << 20), Instant::ZERO))
+                .unwrap()
+        })
+        .collect();
+    sim.run_until(Instant::from_millis(10)).unwrap();
+    let sw = sim.switch(headroom_sim::SwitchId(0));
+    let stats = sw.shared().port_stats(PortId(2), sim.now());
+    let mut finish = Vec::new();
+    for (i, &f) in flows.iter().enumerate() {
+        let s = sim.rdma_flow(f);
+        assert_eq!(s.completed_bytes, 4 << 20, "flow {i}");
+        assert_eq!(s.delivered_bytes, 4 << 20, "flow {i}");
+        finish.push(s.finish.unwrap());
+        let nic = sim.host(h(i)).rdma().unwrap().nic().unwrap();
+        assert_eq!(nic.requester_stats(0).packets_retransmitted_total, 0);
+        let prio = headroom_roce::pause::Priority::new(3).unwrap();
+        assert!(
+            nic.priority_stats(prio).pfc_frames_rx_total > 0,
+            "host {i} was paused"
+        );
+    }
+    for p in 0..3 {
+        let st = sim
+            .switch(headroom_sim::SwitchId(0))
+            .shared()
+            .port_stats(PortId(p), sim.now());
+        assert_eq!(st.drops_total(), 0, "port {p}: {:?}", st.drops);
+    }
+    // 8 MiB through one 10 Gb/s port: at least 7.2 ms.
+    let last = finish.iter().max().unwrap().as_nanos();
+    assert!(last > 7_000 * US && last < 7_600 * US, "{last}");
+    assert!(stats.queues[3].tx_bytes > 8 << 20);
+}
+
+#[test]
+fn a_nic_that_ignores_pfc_overruns_the_switch_and_a_storming_nic_pauses_it() {
+    // Host 0 ignores PFC; both senders blast into host 2: the lossless PG of port 0 overflows
+    // its headroom and the switch drops, while the well-behaved host 1 is paused.
+    let faults = [(
+        0,
+        NicFaults {
+            ignore_pfc: true,
+            pfc_storm: None,
+        },
+    )];
+    let mut sim = star(3, 10 * GBPS, &faults);
+    let h = |i| headroom_sim::HostId(i);
+    for i in 0..2 {
+        sim.add_rdma_flow(RdmaFlowSpec::new(h(i), h(2), Some(4 << 20), Instant::ZERO))
+            .unwrap();
+    }
+    sim.run_until(Instant::from_millis(3)).unwrap();
+    let sw = headroom_sim::SwitchId(0);
+    let p0 = sim.switch(sw).shared().port_stats(PortId(0), sim.now());
+    assert!(p0.pgs[3].drops > 0, "the PFC-deaf sender overran its PG");
+    assert!(sim.host(h(0)).rdma().unwrap().stats().mac_control_ignored > 0);
+
+    // A storming NIC: port 1's egress is held, the switch counts the PFC it receives.
+    let storm = PfcStorm {
+        priorities: 1 << 3,
+        quanta: 0xFFFF,
+        interval_ns: 100 * US,
+        start: Instant::from_micros(50),
+        stop: Some(Instant::from_micros(1050)),
+    };
+    let faults = [(
+        1,
+        NicFaults {
+            ignore_pfc: false,
+            pfc_storm: Some(storm),
+        },
+    )];
+    let mut sim = star(2, 10 * GBPS, &faults);
+    sim.run_until(Instant::from_millis(2)).unwrap();
+    let p1 = sim.switch(sw).shared().port_stats(PortId(1), sim.now());
+    assert_eq!(p1.pfc_rx[3], 10, "one frame per 100 µs in [50 µs, 1050 µs)");
+    assert_eq!(sim.host(h(1)).rdma().unwrap().stats().storm_frames_sent, 10);
+}

@@ -1,0 +1,150 @@
+//! Every scenario error names file, line, column, key and reason (like the switch
+//! configuration's, crates/config/tests/errors.rs).
+
+use headroom_sim::scenario::{parse, LoadOptions};
+use std::path::Path;
+
+const BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/sim");
+
+const GOOD: &str = r#"
+[simulation]
+duration = "1ms"
+
+[topology]
+shape = "single_switch"
+hosts = 3
+link_rate = "40G"
+
+[switch]
+config = "switch-40g-4p.toml"
+
+[[flow]]
+src = "h0"
+dst = "h2"
+size = "1MB"
+"#;
+
+fn errors(text: &str) -> Vec<String> {
+    match parse(text, "t.toml", Path::new(BASE), &LoadOptions::default()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.0.iter().map(ToString::to_string).collect(),
+    }
+}
+
+fn assert_has(errors: &[String], prefix: &str) {
+    assert!(
+        errors.iter().any(|e| e.starts_with(prefix)),
+        "no error starts with {prefix:?}: {errors:#?}"
+    );
+}
+
+#[test]
+fn the_good_scenario_is_accepted() {
+    assert_eq!(errors(GOOD), Vec::<String>::new());
+}
+
+#[test]
+fn syntax_and_schema_errors_have_a_location_and_key() {
+    assert_has(&errors("[simulation\n"), "t.toml:1:");
+    assert_has(
+        &errors(&GOOD.replace("hosts = 3", "hosts = 3\ncolour = 1")),
+        "t.toml:8:1: topology.colour: unknown field `colour`",
+    );
+    assert_has(
+        &errors(&GOOD.replace("duration = \"1ms\"\n", "")),
+        "t.toml:2:1: simulation.duration: missing (required key)",
+    );
+}
+
+#[test]
+fn bad_values_name_their_key() {
+    assert_has(
+        &errors(&GOOD.replace("duration = \"1ms\"", "duration = \"1 fortnight\"")),
+        "t.toml:3:12: simulation.duration: \"1 fortnight\" is not a duration",
+    );
+    assert_has(
+        &errors(&GOOD.replace("link_rate = \"40G\"", "link_rate = \"fast\"")),
+        "t.toml:8:13: topology.link_rate: \"fast\" is not a rate",
+    );
+    assert_has(
+        &errors(&GOOD.replace("dst = \"h2\"", "dst = \"h9\"")),
+        "t.toml:15:7: flow[0].dst: no host \"h9\" (hosts: h0, h1, h2)",
+    );
+    assert_has(
+        &errors(&GOOD.replace("size = \"1MB\"", "size = \"lots\"")),
+        "t.toml:16:8: flow[0].size: \"lots\" is not a size",
+    );
+    assert_has(
+        &errors(&GOOD.replace("shape = \"single_switch\"", "shape = \"torus\"")),
+        "t.toml:6:9: topology.shape: unknown shape \"torus\"",
+    );
+    assert_has(
+        &errors(&format!("{GOOD}\n[nic]\ndcqcn = \"maybe\"\n")),
+        "t.toml:19:9: nic.dcqcn: \"maybe\": expected",
+    );
+    assert_has(
+        &errors(&format!(
+            "{GOOD}\n[[random]]\ncdf = \"websearch\"\nload = 1.5\nstop = \"1ms\"\n"
+        )),
+        "t.toml:20:8: random[0].load: 1.5 not in (0, 1]",
+    );
+}
+
+#[test]
+fn routed_shapes_say_they_need_routing() {
+    let fat = GOOD.replace(
+        "shape = \"single_switch\"\nhosts = 3",
+        "shape = \"fat_tree\"\nk = 4",
+    );
+    assert_has(
+        &errors(&fat),
+        "t.toml:6:9: topology.shape: \"fat_tree\" (k = 4: 16 hosts, 20 switches) needs routing",
+    );
+    let odd = fat.replace("k = 4", "k = 5");
+    assert_has(
+        &errors(&odd),
+        "t.toml:7:5: topology.k: 5: a fat tree's k is even",
+    );
+    let ls = GOOD.replace(
+        "shape = \"single_switch\"\nhosts = 3",
+        "shape = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4",
+    );
+    assert_has(
+        &errors(&ls),
+        "t.toml:6:9: topology.shape: \"leaf_spine\" needs routing",
+    );
+}
+
+#[test]
+fn switch_configuration_problems_name_the_right_file() {
+    // More links than the configuration has ports.
+    let big = GOOD.replace("hosts = 3", "hosts = 5");
+    assert_has(&errors(&big), "t.toml:11:10: switch.config: ");
+    assert!(errors(&big)[0].contains("4 ports, but switch s0 has 5 links"));
+    // A port speed that is not the link's.
+    let slow = GOOD.replace("link_rate = \"40G\"", "link_rate = \"10G\"");
+    assert!(
+        errors(&slow)[0].contains("runs at 40000000000 b/s, its link at 10000000000 b/s"),
+        "{:?}",
+        errors(&slow)
+    );
+    // A missing file; and an invalid one reports that file's own line and key.
+    let missing = GOOD.replace("switch-40g-4p.toml", "nope.toml");
+    assert_has(&errors(&missing), "t.toml:11:10: switch.config: ");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[port.Ethernet0]\ndevice = \"p0\"\nspeed = \"40G\"\nmtu = 1\n",
+    )
+    .unwrap();
+    let text = GOOD.replace("switch-40g-4p.toml", "bad.toml");
+    let e = match parse(&text, "t.toml", dir.path(), &LoadOptions::default()) {
+        Err(e) => e.0.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        Ok(_) => panic!("accepted"),
+    };
+    assert!(
+        e.iter()
+            .any(|e| e.contains("bad.toml:4:7: port.Ethernet0.mtu")),
+        "{e:#?}"
+    );
+}
