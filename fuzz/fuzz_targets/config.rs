@@ -9,14 +9,17 @@ use headroom_config::{parse_bytes, ParseOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let options = ParseOptions { cpu_count: 4 };
+    let options = ParseOptions::with_allowed_cpus(0..4);
     match parse_bytes(data, "fuzz.toml", &options) {
         Ok((config, warnings)) => {
             assert!(!config.ports.is_empty());
             assert!(warnings.iter().all(|w| w.file == "fuzz.toml"));
             let _ = headroom_config::derived(&config).to_string();
-            let spec = headroom_runtime::plan::runtime_spec(&config);
-            if let Err(e) = spec.params.validate() {
+            let params = match config.switch_params() {
+                Ok(p) => p,
+                Err(e) => panic!("the configuration was accepted but has no core parameters: {e}"),
+            };
+            if let Err(e) = params.validate() {
                 panic!("the configuration was accepted but the core refuses it: {e}");
             }
         }

@@ -182,8 +182,24 @@ pub fn parse_with(
     let document = match toml_edit::ImDocument::parse(text.to_owned()) {
         Ok(document) => document,
         Err(error) => {
-            let location = error.span().map(|span| location_of(text, span.start));
-            return Err(single(location, String::new(), tidy(error.message())));
+            let start = error.span().map(|span| span.start);
+            let location = start.map(|start| location_of(text, start));
+            let mut message = tidy(error.message());
+            if message.is_empty() {
+                // toml_edit says nothing for some inputs (a control character in a comment):
+                // name what is there.
+                message = match start
+                    .and_then(|s| text.get(s..))
+                    .and_then(|t| t.chars().next())
+                {
+                    Some(c) if c.is_control() => format!(
+                        "control character U+{:04X} is not allowed here (TOML 1.0 allows only tab)",
+                        u32::from(c)
+                    ),
+                    _ => "not valid TOML here".to_owned(),
+                };
+            }
+            return Err(single(location, String::new(), message));
         }
     };
     let spans = SpanIndex::build(&document);

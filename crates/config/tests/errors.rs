@@ -1161,6 +1161,18 @@ fn static_fdb_entries_are_checked() {
 }
 
 #[test]
+fn a_control_character_in_a_comment_is_refused_with_a_reason() {
+    // Found by the `config` fuzz target: toml_edit gives no message for it.
+    let errors =
+        headroom_config::parse_bytes(b"#\0t", "t.toml", &headroom_config::ParseOptions::default())
+            .unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "error: t.toml:1:2: control character U+0000 is not allowed here (TOML 1.0 allows only tab)"
+    );
+}
+
+#[test]
 fn bytes_that_are_not_utf8_are_refused_with_their_place() {
     let bytes = b"[switch]\nname = \"a\xffb\"\n";
     let errors =
