@@ -10,7 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { printf '\n==> %s\n' "$*"; }
+# Each step says how long the run has taken so far: CI stops at 90 minutes and a clean run should
+# stay under 30, so the log shows where the time goes.
+started_at=$SECONDS
+say() { printf '\n==> [%dm%02ds] %s\n' $(( (SECONDS - started_at) / 60 )) $(( (SECONDS - started_at) % 60 )) "$*"; }
 
 # A one-shot run gains nothing from incremental compilation state, which would add about as much
 # to target/ as the build itself (1.7 GiB measured). The disk is shared: CI once failed with
