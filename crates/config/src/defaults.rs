@@ -11,6 +11,20 @@ pub(crate) const DEFAULT_CELL_SIZE_BYTES: u32 = 256;
 /// Locally administered (bit 1 of the first octet), unicast; "hr" in the next two octets.
 pub(crate) const DEFAULT_MAC: [u8; 6] = [0x02, 0x68, 0x72, 0x00, 0x00, 0x00];
 pub(crate) const DEFAULT_ECN_SEED: u64 = 1;
+/// Receive buffer of the netlink notification socket (linux-cp's default): room for a full
+/// BGP table's worth of route notifications between two turns of the control loop.
+pub(crate) const DEFAULT_NETLINK_RECEIVE_BUFFER_BYTES: u32 = 8 << 20;
+
+/// The default ECMP hash seed: FNV-1a (32 bits) of the switch's name and MAC, so that two
+/// switches of a fabric, which differ in one or the other, do not hash alike (polarisation).
+pub(crate) fn ecmp_hash_seed(name: &str, mac: [u8; 6]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in name.bytes().chain([0]).chain(mac) {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
 pub(crate) const DEFAULT_PFC_STORM_ALARM_FRAMES_PER_SECOND: u32 = 2000;
 /// MAC table aging time, seconds (IEEE 802.1Q 8.8.3's recommended default; SAI
 /// `SAI_SWITCH_ATTR_FDB_AGING_TIME`, 0 = no aging).

@@ -31,9 +31,9 @@ pub use headroom::{
     CABLE_SIGNAL_SPEED_METRES_PER_SECOND,
 };
 pub use model::{
-    BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection, FrameFaults,
+    BufferPool, BufferProfile, Config, Dpdk, Driver, EcmpHashAlgorithm, EcnMode, FaultInjection, FrameFaults,
     HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal,
-    Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Runtime,
+    Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Routing, Runtime,
     Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode, Trust, Vlan,
     WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };

@@ -43,6 +43,52 @@ pub struct Config {
     pub fdb_static: Vec<StaticFdb>,
     /// Test and drill settings (`[testing]`); all off by default.
     pub testing: Testing,
+    /// The FIB and the netlink mirror (`[routing]`).
+    pub routing: Routing,
+}
+
+/// `[routing]`: the FIB the kernel's routes are mirrored into (crates/linux-cp), and the ECMP
+/// hash. Used only when a port is routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Routing {
+    /// ECMP hash seed (SONiC's `ecmp_hash_seed`). Default: derived from `switch.name` and
+    /// `switch.mac`, so that two switches of a fabric hash differently (a tier that hashes like
+    /// the one before it sends all its flows of a group to one member: polarisation).
+    pub ecmp_hash_seed: u32,
+    /// ECMP hash function.
+    pub ecmp_hash_algorithm: EcmpHashAlgorithm,
+    /// Bits the hash is rotated right before a member is chosen, 0..=31.
+    pub ecmp_hash_rotation: u8,
+    /// Buckets per ECMP group (a power of two, 2..=4096; also the most members a group has).
+    pub ecmp_group_buckets: u32,
+    /// First-level width of the IPv4 LPM, bits (8, 16 or 24; 24 is DIR-24-8, 64 MiB per copy).
+    pub ipv4_lpm_top_bits: u8,
+    /// First-level width of the IPv6 LPM, bits (8, 16 or 24).
+    pub ipv6_lpm_top_bits: u8,
+    /// Most IPv4 routes.
+    pub max_ipv4_routes: u32,
+    /// Most IPv6 routes.
+    pub max_ipv6_routes: u32,
+    /// Most 256-entry groups below the IPv4 first level (1 KiB each, per FIB copy).
+    pub max_ipv4_lpm_groups: u32,
+    /// Most 256-entry groups below the IPv6 first level (1 KiB each, per FIB copy).
+    pub max_ipv6_lpm_groups: u32,
+    /// Most next hops (neighbours), the three fixed ones included.
+    pub max_next_hops: u32,
+    /// Most ECMP groups.
+    pub max_ecmp_groups: u32,
+    /// Receive buffer of the netlink notification socket, bytes. A burst of route changes
+    /// beyond it is an overrun, repaired by a full resync (counted).
+    pub netlink_receive_buffer_bytes: u32,
+}
+
+/// ECMP hash function (`routing.ecmp_hash_algorithm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EcmpHashAlgorithm {
+    /// SipHash-1-3 keyed by the seed (`"siphash"`).
+    SipHash,
+    /// CRC-32 with the seed as initial value (`"crc32"`).
+    Crc32,
 }
 
 /// A static MAC table entry (IEEE 802.1Q 8.8.1 static filtering entry; SONiC's static FDB):
@@ -444,6 +490,18 @@ pub enum Vlan {
         /// VLAN of untagged frames (sent untagged); `None` = untagged frames are dropped.
         native_vlan_id: Option<u16>,
     },
+    /// A routed port (`vlan_mode = "routed"`, SONiC's `switchport mode routed` with an
+    /// INTERFACE entry): in no VLAN; frames to its router MAC (the port's `mac`) are routed by
+    /// the FIB, the rest go to its host interface.
+    Routed,
+}
+
+impl Vlan {
+    /// Whether the port is routed.
+    #[must_use]
+    pub fn is_routed(&self) -> bool {
+        matches!(self, Self::Routed)
+    }
 }
 
 /// PFC watchdog action on a storm (`PFC_WD|<port>.action`).

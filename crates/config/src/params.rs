@@ -14,10 +14,11 @@ use headroom_core::params::{
     SchedulerKind as CoreScheduler, SwitchParams, Threshold as CoreThreshold, Trust as CoreTrust,
     VlanMode, WatchdogAction, WatchdogGlobalParams, WredParams,
 };
+use headroom_core::route::{EcmpHash, EcmpHashAlgorithm as CoreEcmpHashAlgorithm, FibConfig};
 use headroom_core::types::{PgIndex, PortId, Priority, PrioritySet, QueueIndex, TrafficClass};
 
 use crate::model::{
-    BufferProfile, Config, PfcWdAction, PoolDirection, Port, QosMaps, Queue, SchedulerKind,
+    BufferProfile, Config, EcmpHashAlgorithm, PfcWdAction, PoolDirection, Port, QosMaps, Queue, SchedulerKind,
     Threshold, Trust, Vlan,
 };
 
@@ -56,6 +57,39 @@ fn ms_to_ns(ms: u32) -> u64 {
 }
 
 impl Config {
+    /// The FIB's sizes and ECMP hash (`[routing]`), for the netlink mirror that builds it.
+    #[must_use]
+    pub fn fib_config(&self) -> FibConfig {
+        let r = &self.routing;
+        let size = |v: u32| usize::try_from(v).unwrap_or(usize::MAX);
+        FibConfig {
+            ipv4_top_bits: r.ipv4_lpm_top_bits,
+            ipv6_top_bits: r.ipv6_lpm_top_bits,
+            max_ipv4_routes: size(r.max_ipv4_routes),
+            max_ipv6_routes: size(r.max_ipv6_routes),
+            max_ipv4_groups: size(r.max_ipv4_lpm_groups),
+            max_ipv6_groups: size(r.max_ipv6_lpm_groups),
+            max_next_hops: size(r.max_next_hops),
+            max_ecmp_groups: size(r.max_ecmp_groups),
+            // A power of two 2..=4096 (checked when resolved).
+            ecmp_bucket_bits: u8::try_from(r.ecmp_group_buckets.trailing_zeros()).unwrap_or(7),
+            hash: EcmpHash {
+                algorithm: match r.ecmp_hash_algorithm {
+                    EcmpHashAlgorithm::SipHash => CoreEcmpHashAlgorithm::SipHash,
+                    EcmpHashAlgorithm::Crc32 => CoreEcmpHashAlgorithm::Crc32,
+                },
+                seed: r.ecmp_hash_seed,
+                rotation: r.ecmp_hash_rotation,
+            },
+        }
+    }
+
+    /// Whether any port is routed (the runtime then mirrors the kernel's FIB).
+    #[must_use]
+    pub fn has_routed_ports(&self) -> bool {
+        self.ports.iter().any(|p| p.vlan.is_routed())
+    }
+
     /// The core's parameters for this configuration.
     ///
     /// # Errors
@@ -233,6 +267,7 @@ fn port(p: &Port) -> PortParams {
                 allowed: allowed_vlan_ids.clone(),
                 native: *native_vlan_id,
             },
+            Vlan::Routed => VlanMode::Access { vid: 1 }, // TEMP-H11
         },
         watchdog: p.pfcwd.enabled.then_some(PortWatchdogParams {
             action: match p.pfcwd.action {

@@ -16,14 +16,14 @@ use crate::model::{
     tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection,
     FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction,
     PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps,
-    Queue, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode,
+    Queue, Routing, EcmpHashAlgorithm, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode,
     Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::params::{MAX_POOLS, MAX_PORTS};
 use crate::schema::{
     IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
     RawLogLevel, RawPfcWdAction, RawPolling, RawPoolMode, RawPoolType, RawPort, RawPortPfcWd,
-    RawQueue, RawSchedulerType, RawTrust, RawVlanMode, RawWred,
+    RawQueue, RawEcmpHashAlgorithm, RawSchedulerType, RawTrust, RawVlanMode, RawWred,
 };
 use crate::values::{
     check_linux_ifname, in_range, mac_add, parse_cable_length_m, parse_index_range, parse_int_list,
@@ -302,6 +302,7 @@ impl Resolver<'_, '_> {
         let dpdk = self.dpdk(&switch);
         let fdb_static = self.fdb_static(&ports);
         let testing = self.testing(&ports);
+        let routing = self.routing(&switch);
         self.warn_unused(&pools, &ports);
 
         if !self.d.errors.is_empty() {
@@ -337,6 +338,7 @@ impl Resolver<'_, '_> {
             lldp,
             fdb_static,
             testing,
+            routing,
         };
         // Every check the core makes has a keyed counterpart above; this only guards against
         // one of them going missing (an accepted file the core would refuse at start).
@@ -374,6 +376,17 @@ impl Resolver<'_, '_> {
                 continue;
             };
             let port = &ports[index];
+            if port.vlan.is_routed() {
+                self.d.error(
+                    &join_key(&path, "port"),
+                    format!(
+                        "port {} is routed (vlan_mode = \"routed\"): it is in no VLAN and \
+                         learns no stations; its neighbours come from the kernel (ARP/ND)",
+                        port.name
+                    ),
+                );
+                continue;
+            }
             let vlan_id = match raw.vlan {
                 Some(v) => match in_range(v, 1, 4094) {
                     Ok(v) => to_u16(v),
@@ -391,6 +404,7 @@ impl Resolver<'_, '_> {
                         );
                         continue;
                     }
+                    Vlan::Routed => continue,
                 },
             };
             let member = match &port.vlan {
@@ -398,6 +412,7 @@ impl Resolver<'_, '_> {
                 Vlan::Trunk {
                     allowed_vlan_ids, ..
                 } => allowed_vlan_ids.contains(&vlan_id),
+                Vlan::Routed => false,
             };
             if !member {
                 self.d.error(
@@ -1821,6 +1836,13 @@ impl Resolver<'_, '_> {
 
         let priority_groups: [PriorityGroup; PRIORITY_COUNT] = priority_groups.try_into().ok()?;
         let queues: [Queue; PRIORITY_COUNT] = queues.try_into().ok()?;
+        // A routed port's MAC is its router MAC: the switch's (SONiC's DEVICE_METADATA.mac,
+        // which every router interface shares) unless the port sets its own.
+        let mac = if vlan.is_routed() && raw.mac.is_none() {
+            cx.switch.mac
+        } else {
+            mac
+        };
         let port = Port {
             name: name.to_owned(),
             device,
@@ -2088,6 +2110,120 @@ impl Resolver<'_, '_> {
                     native_vlan_id,
                 }
             }
+            RawVlanMode::Routed => {
+                for (present, key) in [
+                    (access.is_some(), &access_path),
+                    (trunk.is_some(), &trunk_path),
+                    (native.is_some(), &native_path),
+                ] {
+                    if present {
+                        self.d.error_at_key(
+                            key,
+                            format!(
+                                "a routed port is in no VLAN (vlan_mode = \"routed\", \
+                                 {mode_path}): remove this key, or make the port access or trunk"
+                            ),
+                        );
+                    }
+                }
+                Vlan::Routed
+            }
+        }
+    }
+
+    /// `[routing]`.
+    fn routing(&mut self, switch: &Switch) -> Routing {
+        let raw = &self.raw.routing;
+        let fib = headroom_core::route::FibConfig::default();
+        let count = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        let ecmp_hash_seed = match raw.ecmp_hash_seed {
+            None => def::ecmp_hash_seed(&switch.name, switch.mac),
+            Some(v) => to_u32(self.ranged(
+                Some(v),
+                "routing.ecmp_hash_seed",
+                0,
+                i64::from(u32::MAX),
+                0,
+            )),
+        };
+        let ecmp_hash_rotation = to_u8(self.ranged(
+            raw.ecmp_hash_rotation,
+            "routing.ecmp_hash_rotation",
+            0,
+            31,
+            i64::from(fib.hash.rotation),
+        ));
+        let buckets = self.ranged(
+            raw.ecmp_group_buckets,
+            "routing.ecmp_group_buckets",
+            2,
+            4096,
+            1 << fib.ecmp_bucket_bits,
+        );
+        if raw.ecmp_group_buckets.is_some() && buckets.count_ones() != 1 {
+            self.d.error(
+                "routing.ecmp_group_buckets",
+                format!("{buckets} is not a power of two"),
+            );
+        }
+        let mut top_bits = |value: Option<i64>, key: &str, default: u8| -> u8 {
+            match value {
+                None => default,
+                Some(v @ (8 | 16 | 24)) => to_u8(v),
+                Some(v) => {
+                    self.d.error(key, format!("{v}: the first level is 8, 16 or 24 bits wide"));
+                    default
+                }
+            }
+        };
+        let ipv4_lpm_top_bits =
+            top_bits(raw.ipv4_lpm_top_bits, "routing.ipv4_lpm_top_bits", fib.ipv4_top_bits);
+        let ipv6_lpm_top_bits =
+            top_bits(raw.ipv6_lpm_top_bits, "routing.ipv6_lpm_top_bits", fib.ipv6_top_bits);
+        let mut sized = |value: Option<i64>, key: &str, min: i64, default: usize| -> u32 {
+            to_u32(self.ranged(value, key, min, 16_777_216, count(default)))
+        };
+        let max_ipv4_routes = sized(raw.max_ipv4_routes, "routing.max_ipv4_routes", 1, fib.max_ipv4_routes);
+        let max_ipv6_routes = sized(raw.max_ipv6_routes, "routing.max_ipv6_routes", 1, fib.max_ipv6_routes);
+        let max_ipv4_lpm_groups = sized(
+            raw.max_ipv4_lpm_groups,
+            "routing.max_ipv4_lpm_groups",
+            1,
+            fib.max_ipv4_groups,
+        );
+        let max_ipv6_lpm_groups = sized(
+            raw.max_ipv6_lpm_groups,
+            "routing.max_ipv6_lpm_groups",
+            1,
+            fib.max_ipv6_groups,
+        );
+        // The three fixed next hops (local, blackhole, kernel) and at least one neighbour.
+        let max_next_hops = sized(raw.max_next_hops, "routing.max_next_hops", 4, fib.max_next_hops);
+        let max_ecmp_groups = sized(raw.max_ecmp_groups, "routing.max_ecmp_groups", 1, fib.max_ecmp_groups);
+        let netlink_receive_buffer_bytes = to_u32(self.ranged(
+            raw.netlink_receive_buffer_bytes,
+            "routing.netlink_receive_buffer_bytes",
+            65_536,
+            1 << 30,
+            i64::from(def::DEFAULT_NETLINK_RECEIVE_BUFFER_BYTES),
+        ));
+        Routing {
+            ecmp_hash_seed,
+            ecmp_hash_algorithm: match raw.ecmp_hash_algorithm {
+                None | Some(RawEcmpHashAlgorithm::Siphash) => EcmpHashAlgorithm::SipHash,
+                Some(RawEcmpHashAlgorithm::Crc32) => EcmpHashAlgorithm::Crc32,
+            },
+            ecmp_hash_rotation,
+            ecmp_group_buckets: to_u32(buckets),
+            ipv4_lpm_top_bits,
+            ipv6_lpm_top_bits,
+            max_ipv4_routes,
+            max_ipv6_routes,
+            max_ipv4_lpm_groups,
+            max_ipv6_lpm_groups,
+            max_next_hops,
+            max_ecmp_groups,
+            netlink_receive_buffer_bytes,
         }
     }
 

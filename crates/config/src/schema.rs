@@ -113,6 +113,34 @@ pub(crate) struct RawConfig {
     pub fdb: RawFdb,
     #[serde(default)]
     pub testing: RawTesting,
+    #[serde(default)]
+    pub routing: RawRouting,
+}
+
+/// `[routing]`: the FIB the Linux routes are mirrored into, and the ECMP hash.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRouting {
+    pub ecmp_hash_seed: Option<i64>,
+    pub ecmp_hash_algorithm: Option<RawEcmpHashAlgorithm>,
+    pub ecmp_hash_rotation: Option<i64>,
+    pub ecmp_group_buckets: Option<i64>,
+    pub ipv4_lpm_top_bits: Option<i64>,
+    pub ipv6_lpm_top_bits: Option<i64>,
+    pub max_ipv4_routes: Option<i64>,
+    pub max_ipv6_routes: Option<i64>,
+    pub max_ipv4_lpm_groups: Option<i64>,
+    pub max_ipv6_lpm_groups: Option<i64>,
+    pub max_next_hops: Option<i64>,
+    pub max_ecmp_groups: Option<i64>,
+    pub netlink_receive_buffer_bytes: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawEcmpHashAlgorithm {
+    Siphash,
+    Crc32,
 }
 
 /// `[fdb]`: the MAC table's configured part.
@@ -213,6 +241,7 @@ pub(crate) enum RawTrust {
 pub(crate) enum RawVlanMode {
     Access,
     Trunk,
+    Routed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -291,7 +291,13 @@ pub fn export(config: &Config) -> Exported {
                 .or_default()
                 .push(&port.name);
         }
-        if port.vlan != (Vlan::Access { vlan_id: 1 }) {
+        if port.vlan.is_routed() {
+            // SONiC's router interface: an INTERFACE entry with the port's name (its addresses,
+            // `INTERFACE|Ethernet0|10.1.0.1/31`, are the kernel's here, not the file's).
+            db.entry("INTERFACE")
+                .or_default()
+                .insert(port.name.clone(), Value::Object(Map::new()));
+        } else if port.vlan != (Vlan::Access { vlan_id: 1 }) {
             not_carried
                 .entry("vlan_mode/access_vlan/trunk_vlans")
                 .or_default()
