@@ -166,6 +166,26 @@ const NUD_NOARP: u16 = 0x40;
 const NUD_PERMANENT: u16 = 0x80;
 
 impl Neighbour {
+    /// The `NUD_*` state as `ip neigh` prints it (`REACHABLE`, `STALE`, …; the most
+    /// significant of the bits set).
+    #[must_use]
+    pub fn state_name(&self) -> &'static str {
+        const NAMES: [(u16, &str); 8] = [
+            (NUD_PERMANENT, "PERMANENT"),
+            (NUD_NOARP, "NOARP"),
+            (NUD_FAILED, "FAILED"),
+            (NUD_PROBE, "PROBE"),
+            (NUD_DELAY, "DELAY"),
+            (NUD_STALE, "STALE"),
+            (NUD_REACHABLE, "REACHABLE"),
+            (NUD_INCOMPLETE, "INCOMPLETE"),
+        ];
+        NAMES
+            .iter()
+            .find(|(bit, _)| self.state & bit != 0)
+            .map_or("NONE", |(_, name)| name)
+    }
+
     /// The MAC to forward to: only in a state where the kernel itself would use it (reachable,
     /// stale, delay, probe, permanent, noarp) and with a link-layer address. Otherwise
     /// (incomplete, failed, none) packets to it are punted so that the kernel resolves it.

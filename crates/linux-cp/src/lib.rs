@@ -165,6 +165,13 @@ impl LinuxCp {
         self.notifications.receive_buffer_bytes()
     }
 
+    /// The notification socket, for a caller that waits on it with other descriptors in one
+    /// `poll(2)`.
+    #[must_use]
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.notifications.as_fd()
+    }
+
     /// Waits until a notification arrives or `timeout` passes; returns whether one did.
     ///
     /// # Errors

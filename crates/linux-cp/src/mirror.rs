@@ -664,6 +664,28 @@ impl Mirror {
         }
     }
 
+    /// Every prefix installed, in prefix order, with its target and why it goes to the kernel
+    /// if it does (for `show ip route`).
+    pub fn routes(
+        &self,
+    ) -> impl Iterator<Item = (Prefix, RouteTarget, Option<KernelReason>)> + '_ {
+        self.installed
+            .iter()
+            .map(|(prefix, i)| (*prefix, i.target, i.reason))
+    }
+
+    /// The kernel's name of a next hop the mirror made (interface and gateway).
+    #[must_use]
+    pub fn hop_key(&self, id: NextHopId) -> Option<HopKey> {
+        self.hop_keys.get(&id).copied()
+    }
+
+    /// The members of an ECMP group the mirror made (next hop, weight in buckets).
+    #[must_use]
+    pub fn group_members(&self, id: EcmpGroupId) -> Option<&[EcmpMember]> {
+        self.group_members.get(&id).map(Vec::as_slice)
+    }
+
     /// The target installed for a prefix (exactly), and why it goes to the kernel if it does.
     #[must_use]
     pub fn installed(&self, prefix: Prefix) -> Option<(RouteTarget, Option<KernelReason>)> {

@@ -128,6 +128,12 @@ impl Notifications {
         self.socket.as_raw_fd()
     }
 
+    /// The socket, borrowed, for a `poll(2)` with other descriptors.
+    #[must_use]
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.socket.as_fd()
+    }
+
     /// Reads up to `max_datagrams` datagrams into `out`.
     ///
     /// # Errors

@@ -76,6 +76,12 @@ impl TapInterface {
         self.file.as_raw_fd()
     }
 
+    /// The descriptor, borrowed, for a `poll(2)` with other descriptors.
+    #[must_use]
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
     /// Carrier on or off (the port's link state).
     ///
     /// # Errors

@@ -1,0 +1,350 @@
+//! Host interfaces and the FIB mirror: Linux as the control plane of the routed ports (VPP
+//! linux-cp's model; docs/operations.md "Routing").
+//!
+//! For every routed port the control thread owns a TAP named as the port with the port's
+//! (router) MAC and MTU, up, in its own network namespace ([`headroom_linux_cp::tap`]). Bridged
+//! ports get none: the kernel would inject its own IPv6 link-local chatter (router
+//! solicitations, MLD, DAD) into the L2 domain, and a bridged port has no address for the kernel
+//! to answer on until VLAN interfaces exist; their punted frames stay counted *unconsumed*.
+//!
+//! Per turn of the control loop ([`HostInterfaces::pump`]):
+//! 1. Punted frames of a port with a TAP are written to it (non-blocking: a full TAP queue is a
+//!    counted drop, `punt_tap_full`); frames of other ports stay *unconsumed*.
+//! 2. Frames the kernel wrote to a TAP are read (at most [`INJECT_PER_TAP_PER_TURN`] per TAP)
+//!    and sent out of the port with [`Running::inject`] (the normal egress path: classified,
+//!    rate-limited, scheduled); a refusal is counted (`inject_refused`).
+//! 3. The netlink mirror ([`LinuxCp`]) applies what the kernel announced, the FIB is published
+//!    when it changed and sent to every routing lcore ([`Running::send_fib`]); a publication
+//!    that must wait (an lcore still holds the spare copy) or a send an lcore's ring refused is
+//!    counted and retried on the next turn, never waited for.
+//!
+//! The TAPs and the mirror outlive a dataplane restart (a reconfiguration): closing a TAP would
+//! take its addresses and routes with it. They are rebuilt only when the routed ports change.
+//!
+//! [`HostInterfaces::wait`] is the loop's sleep: one `poll(2)` on every TAP and the netlink
+//! socket, so a frame from the kernel or a route change wakes it at once; punted frames arrive
+//! through rings without a wakeup, so the wait is short ([`ROUTED_TURN`]).
+
+use crate::Running;
+use headroom_config::Config;
+use headroom_core::punt::PuntReason;
+use headroom_core::route::{Fib, PublishError};
+use headroom_core::types::PortId;
+use headroom_linux_cp::mirror::MirrorStats;
+use headroom_linux_cp::tap::TapInterface;
+use headroom_linux_cp::{LinuxCp, LinuxCpConfig};
+use headroom_wire::ethernet::MacAddress;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Frames read from one TAP per turn at most (bounded work per turn; the inject ring holds
+/// 256).
+pub const INJECT_PER_TAP_PER_TURN: usize = 64;
+
+/// Longest wait of the control loop when host interfaces exist: the latency a punted frame
+/// (ARP, ping of the switch, BGP) may add before it reaches the kernel.
+pub const ROUTED_TURN: Duration = Duration::from_millis(2);
+
+/// Netlink polls per turn at most (each reads up to `headroom_linux_cp::POLL_DATAGRAMS`).
+const NETLINK_POLLS_PER_TURN: usize = 4;
+
+/// Counters of one host interface since it was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInterfaceCounters {
+    /// Punted frames written to the TAP (the kernel received them).
+    pub punt_frames: u64,
+    /// Punted frames dropped because the TAP's queue towards the kernel was full.
+    pub punt_tap_full: u64,
+    /// Punted frames the TAP refused (e.g. a runt; logged once per kind).
+    pub punt_errors: u64,
+    /// Frames the kernel sent on the TAP, handed to the dataplane to send out of the port.
+    pub inject_frames: u64,
+    /// Frames the kernel sent that the dataplane could not take (inject ring full, too long).
+    pub inject_refused: u64,
+    /// Failed reads of the TAP.
+    pub read_errors: u64,
+}
+
+/// One host interface.
+#[derive(Debug)]
+struct HostPort {
+    port: PortId,
+    tap: TapInterface,
+    mac: [u8; 6],
+    mtu: u32,
+    counters: HostInterfaceCounters,
+}
+
+/// Counters of the FIB's hand-over to the lcores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FibPublishCounters {
+    /// Snapshots published (and sent to every routing lcore).
+    pub published: u64,
+    /// Turns a publication waited because an lcore still held the spare copy.
+    pub publish_waits: u64,
+    /// Sends an lcore's ring refused (retried on the next turn).
+    pub send_refused: u64,
+    /// Failed netlink polls or resyncs (retried on the next turn).
+    pub netlink_errors: u64,
+}
+
+/// The routed ports' host interfaces and the netlink mirror (module docs).
+pub struct HostInterfaces {
+    ports: Vec<HostPort>,
+    /// Port index → index into `ports`.
+    by_port: Vec<Option<usize>>,
+    linux_cp: LinuxCp,
+    /// A snapshot published but not yet taken by every routing lcore.
+    pending: Option<Arc<Fib>>,
+    fib: FibPublishCounters,
+    buffer: Vec<u8>,
+}
+
+impl std::fmt::Debug for HostInterfaces {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostInterfaces")
+            .field("ports", &self.ports.len())
+            .field("fib", &self.fib)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a configuration's host interfaces are: (port, name, MAC, MTU) of every routed port.
+fn wanted(config: &Config) -> Vec<(PortId, String, [u8; 6], u32)> {
+    config
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.vlan.is_routed())
+        .map(|(i, p)| {
+            (
+                PortId(u16::try_from(i).unwrap_or(u16::MAX)),
+                p.name.clone(),
+                p.mac,
+                p.mtu_bytes,
+            )
+        })
+        .collect()
+}
+
+impl HostInterfaces {
+    /// Creates the TAPs of `config`'s routed ports in the calling thread's namespace, then
+    /// opens the netlink mirror with them (after, so that their links are in its first dump).
+    /// `None` when no port is routed.
+    ///
+    /// # Errors
+    /// A TAP could not be created (no `/dev/net/tun`, no `CAP_NET_ADMIN`, the name taken), or
+    /// netlink failed; the message names the port.
+    pub fn open(config: &Config) -> Result<Option<Self>, String> {
+        let wanted = wanted(config);
+        if wanted.is_empty() {
+            return Ok(None);
+        }
+        let mut ports = Vec::with_capacity(wanted.len());
+        let mut by_port = vec![None; config.ports.len()];
+        for (port, name, mac, mtu) in &wanted {
+            let tap = TapInterface::create(name, MacAddress(*mac), Some(*mtu))
+                .map_err(|e| format!("host interface {name}: cannot create its TAP: {e}"))?;
+            tracing::info!(interface = %name, ifindex = tap.ifindex(), "host interface created");
+            by_port[port.index()] = Some(ports.len());
+            ports.push(HostPort {
+                port: *port,
+                tap,
+                mac: *mac,
+                mtu: *mtu,
+                counters: HostInterfaceCounters::default(),
+            });
+        }
+        let cp_config = LinuxCpConfig {
+            netlink_receive_buffer_bytes: usize::try_from(
+                config.routing.netlink_receive_buffer_bytes,
+            )
+            .unwrap_or(usize::MAX),
+            fib: config.fib_config(),
+        };
+        let linux_cp = LinuxCp::open(
+            wanted.iter().map(|(port, name, _, _)| (name.clone(), *port)),
+            cp_config,
+        )
+        .map_err(|e| format!("netlink mirror: {e}"))?;
+        tracing::info!(
+            receive_buffer_bytes = linux_cp.receive_buffer_bytes(),
+            routes = linux_cp.stats().routes_v4 + linux_cp.stats().routes_v6,
+            "netlink mirror started"
+        );
+        Ok(Some(Self {
+            ports,
+            by_port,
+            linux_cp,
+            pending: None,
+            fib: FibPublishCounters::default(),
+            buffer: vec![0; crate::control_frames::INJECT_MAX_BYTES],
+        }))
+    }
+
+    /// Whether `config` has the same host interfaces (so a restart keeps these).
+    #[must_use]
+    pub fn fits(&self, config: &Config) -> bool {
+        let wanted = wanted(config);
+        wanted.len() == self.ports.len()
+            && wanted.iter().zip(&self.ports).all(|((port, name, mac, mtu), h)| {
+                *port == h.port && name == h.tap.name() && *mac == h.mac && *mtu == h.mtu
+            }) && self.by_port.len() == config.ports.len()
+    }
+
+    /// The FIB a new dataplane starts with (the last published).
+    #[must_use]
+    pub fn fib(&mut self) -> Arc<Fib> {
+        Arc::clone(self.linux_cp.fib_mut().published())
+    }
+
+    /// The mirror (model, routes, neighbours).
+    #[must_use]
+    pub fn linux_cp(&self) -> &LinuxCp {
+        &self.linux_cp
+    }
+
+    /// The mirror's counters.
+    #[must_use]
+    pub fn mirror_stats(&self) -> MirrorStats {
+        self.linux_cp.stats()
+    }
+
+    /// The FIB hand-over counters.
+    #[must_use]
+    pub fn fib_counters(&self) -> FibPublishCounters {
+        self.fib
+    }
+
+    /// Every host interface: port, name, counters.
+    pub fn interfaces(&self) -> impl Iterator<Item = (PortId, &str, HostInterfaceCounters)> {
+        self.ports
+            .iter()
+            .map(|h| (h.port, h.tap.name(), h.counters))
+    }
+
+    /// Waits until a TAP or the netlink socket is readable, or `timeout` passes.
+    pub fn wait(&self, timeout: Duration) {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut pollfds: Vec<PollFd<'_>> = self
+            .ports
+            .iter()
+            .map(|h| PollFd::from_borrowed_fd(h.tap.as_fd(), PollFlags::IN))
+            .chain(std::iter::once(PollFd::from_borrowed_fd(
+                self.linux_cp.as_fd(),
+                PollFlags::IN,
+            )))
+            .collect();
+        let ts = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        // An interrupted or failed poll only shortens the wait.
+        let _ = poll(&mut pollfds, Some(&ts));
+    }
+
+    /// One turn (module docs): punts to the TAPs, the kernel's frames to the dataplane, the
+    /// mirror to the lcores.
+    pub fn pump(&mut self, running: &mut Running) {
+        self.deliver_punts(running);
+        self.inject_from_taps(running);
+        self.mirror_fib(running);
+    }
+
+    fn deliver_punts(&mut self, running: &mut Running) {
+        let (ports, by_port) = (&mut self.ports, &self.by_port);
+        running.drain_punts_to(&mut |port: PortId, _reason: PuntReason, frame: &[u8]| {
+            let Some(&Some(i)) = by_port.get(port.index()) else {
+                return false;
+            };
+            let h = &mut ports[i];
+            match h.tap.write_frame(frame) {
+                Ok(true) => h.counters.punt_frames += 1,
+                Ok(false) => h.counters.punt_tap_full += 1,
+                Err(e) => {
+                    if h.counters.punt_errors == 0 {
+                        tracing::warn!(interface = %h.tap.name(), error = %e, len = frame.len(), "the host interface refused a punted frame");
+                    }
+                    h.counters.punt_errors += 1;
+                }
+            }
+            true
+        });
+    }
+
+    fn inject_from_taps(&mut self, running: &mut Running) {
+        for h in &mut self.ports {
+            for _ in 0..INJECT_PER_TAP_PER_TURN {
+                match h.tap.read_frame(&mut self.buffer) {
+                    Ok(None) => break,
+                    Ok(Some(len)) => match running.inject(h.port, &self.buffer[..len]) {
+                        Ok(()) => h.counters.inject_frames += 1,
+                        Err(_) => h.counters.inject_refused += 1,
+                    },
+                    Err(e) => {
+                        if h.counters.read_errors == 0 {
+                            tracing::warn!(interface = %h.tap.name(), error = %e, "cannot read the host interface");
+                        }
+                        h.counters.read_errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn mirror_fib(&mut self, running: &mut Running) {
+        for _ in 0..NETLINK_POLLS_PER_TURN {
+            match self.linux_cp.poll() {
+                Ok(outcome) if outcome.more => {}
+                Ok(_) => break,
+                Err(e) => {
+                    if self.fib.netlink_errors == 0 {
+                        tracing::warn!(error = %e, "netlink mirror: poll failed; retrying");
+                    }
+                    self.fib.netlink_errors += 1;
+                    break;
+                }
+            }
+        }
+        // What the lcores returned makes the spare copy unique again.
+        running.reclaim_fib();
+        if self.pending.is_none() {
+            match self.linux_cp.fib_mut().publish() {
+                Ok(fib) => self.pending = Some(fib),
+                Err(PublishError::Unchanged) => {}
+                Err(PublishError::SpareInUse) => self.fib.publish_waits += 1,
+            }
+        }
+        if let Some(fib) = &self.pending {
+            let refused = running.send_fib(fib);
+            if refused == 0 {
+                self.pending = None;
+                self.fib.published += 1;
+            } else {
+                self.fib.send_refused += refused;
+            }
+        }
+    }
+}
+
+/// Creates the host interfaces of `config` again if they changed (a reconfiguration).
+///
+/// # Errors
+/// See [`HostInterfaces::open`].
+pub fn reconcile(
+    current: &mut Option<HostInterfaces>,
+    config: &Config,
+) -> Result<(), String> {
+    let fits = match current {
+        Some(h) => h.fits(config),
+        None => !config.has_routed_ports(),
+    };
+    if !fits {
+        // Close the old TAPs first: the new ones may take their names.
+        *current = None;
+        *current = HostInterfaces::open(config)?;
+    }
+    Ok(())
+}
