@@ -26,6 +26,10 @@ pub(crate) struct PortView {
     pub(crate) access: bool,
     /// Trunk native VLAN (leaves untagged).
     pub(crate) native: Option<u16>,
+    /// A router interface ([`VlanMode::Routed`]): in no VLAN, routes frames to `mac`.
+    pub(crate) routed: bool,
+    /// The port's MAC address (its router MAC when `routed`).
+    pub(crate) mac: [u8; 6],
     /// Per PG: whether it has headroom (lossless).
     pub(crate) lossless_pg: [bool; PRIORITY_COUNT],
     /// The same, bit per PG.
@@ -47,6 +51,9 @@ impl PortView {
                 }
                 (*native, false, *native)
             }
+            // In no VLAN: `member` is false for every VID (no flooding, no bridging to it), and
+            // what is routed out of it leaves untagged (`access`).
+            VlanMode::Routed => (None, true, None),
         };
         Self {
             trust: p.trust,
@@ -60,6 +67,8 @@ impl PortView {
             untagged_vid,
             access,
             native,
+            routed: p.vlan == VlanMode::Routed,
+            mac: p.mac,
             lossless_pg: p.pgs.map(|pg| pg.is_lossless()),
             lossless_mask: p
                 .pgs

@@ -150,6 +150,12 @@ drop_reasons! {
     PuntQueueFull => "punt_queue_full", "A frame for the switch itself found the punt queue full.";
     InjectRateLimit => "inject_rate_limit", "A frame the control plane injected over the inject rate.";
     InjectBufferFull => "inject_buffer_full", "A frame the control plane injected found the CPU port's buffer full.";
+    NoRoute => "no_route", "A routed packet whose destination matches no route, or received before a FIB was attached (SAI drops it; no ICMP).";
+    Blackhole => "blackhole", "A routed packet whose route is a blackhole.";
+    IpHeaderError => "ip_header_error", "A packet to a router MAC with a bad IP header: version, IHL < 5, total length, or IPv4 header checksum (RFC 1812 5.2.2).";
+    RouterMacMismatch => "router_mac_mismatch", "A unicast frame on a routed port not addressed to its router MAC.";
+    NotRoutable => "not_routable", "A frame to a routed port's router MAC that is neither IPv4, IPv6 nor ARP.";
+    L3Multicast => "l3_multicast", "A multicast or broadcast frame on a routed port that is neither ARP, ND nor to a link-local group: headroom does not route multicast.";
 }
 
 /// Which of SAI's port counters (SONiC portstat's columns) a drop of a reason is charged to.
@@ -186,7 +192,14 @@ impl DropReason {
             | Self::PfcwdIngress
             | Self::NoBuffer
             | Self::PuntRateLimit
-            | Self::PuntQueueFull => PortDropClass::RxDiscard,
+            | Self::PuntQueueFull
+            | Self::NoRoute
+            | Self::Blackhole
+            | Self::RouterMacMismatch
+            | Self::NotRoutable
+            | Self::L3Multicast
+            // The Ethernet frame was well-formed (in `RX_OK`); its IP header is discarded.
+            | Self::IpHeaderError => PortDropClass::RxDiscard,
             Self::EgressQueueLimit | Self::QueueRingFull | Self::WredDrop | Self::PfcwdQueue => {
                 PortDropClass::TxDiscard
             }
@@ -269,6 +282,18 @@ pub struct IngressPortCounters {
     /// Frames received on this port for the control plane and dropped (`punt_rate_limit` or
     /// `punt_queue_full`, also counted in `drops`), per reason.
     pub punt_drops: [Counter; PuntReason::COUNT],
+    /// Packets received on this routed port and routed (enqueued towards their egress port)
+    /// (SAI `ROUTER_INTERFACE_STAT_IN_PACKETS`; written by the side that receives the port).
+    pub rif_in_packets: Counter,
+    /// Bytes of those packets, as received (`ROUTER_INTERFACE_STAT_IN_OCTETS`).
+    pub rif_in_octets: Counter,
+    /// Packets routed out of this port: enqueued to one of its queues after the rewrite
+    /// (`ROUTER_INTERFACE_STAT_OUT_PACKETS`; written by each side that routes to the port,
+    /// summed when read). A frame later dropped at egress (WRED, the watchdog) is counted here
+    /// and in the port's drops.
+    pub rif_out_packets: Counter,
+    /// Bytes of those packets, as enqueued (`ROUTER_INTERFACE_STAT_OUT_OCTETS`).
+    pub rif_out_octets: Counter,
     /// Frames the control plane injected towards this port and that were enqueued.
     pub inject_frames: Counter,
     /// Bytes of those frames.

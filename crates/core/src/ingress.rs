@@ -20,6 +20,7 @@ use crate::inject::cpu_port_index;
 use crate::params::ParamsError;
 use crate::punt::{is_reserved_group_address, punt_reason, PuntPath, PuntRefused, Punted};
 use crate::queue::{FrameMeta, PortProducers, Queued};
+use crate::route::FibReader;
 use crate::shared::{IngressCounters, Shared};
 use crate::storm_alarm::StormAlarm;
 use crate::time::Instant;
@@ -33,6 +34,9 @@ use headroom_wire::vlan::{insert_vlan_tag, strip_vlan_tag, VlanTci, TAG_LEN};
 use headroom_wire::Error as WireError;
 use std::sync::Arc;
 
+#[path = "route_forward.rs"]
+mod route_forward;
+
 /// The ingress side of one RX lcore.
 #[derive(Debug)]
 pub struct Ingress<F: Frame> {
@@ -44,7 +48,7 @@ pub struct Ingress<F: Frame> {
 }
 
 /// What the per-frame path reads, borrowed once per burst.
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     shared: &'a Shared,
     /// This side's counters.
     counters: &'a IngressCounters,
@@ -53,7 +57,7 @@ struct Ctx<'a> {
 
 /// Everything an ingress side changes as frames arrive and cells come back.
 #[derive(Debug)]
-struct IngressState<F: Frame> {
+pub(crate) struct IngressState<F: Frame> {
     side: usize,
     owned: Vec<PortId>,
     owns: Vec<bool>,
@@ -83,6 +87,8 @@ struct IngressState<F: Frame> {
     /// This side's CPU pseudo-port: the row of its injected frames' PG.
     cpu_port: usize,
     inject_bucket: TokenBucket,
+    /// The FIB routed ports route with ([`Ingress::attach_fib`]); `None` until attached.
+    fib: Option<FibReader>,
 }
 
 impl<F: Frame> Ingress<F> {
@@ -131,6 +137,7 @@ impl<F: Frame> Ingress<F> {
             punt: PuntPath::new(&params.punt, ingress_sides, now),
             cpu_port: cpu_port_index(ports, side),
             inject_bucket: TokenBucket::new(params.inject.limit.split(ingress_sides), now),
+            fib: None,
             owned,
             owns,
             side,
@@ -140,6 +147,18 @@ impl<F: Frame> Ingress<F> {
             st,
             shared,
         })
+    }
+
+    /// Attaches the FIB reader routed ports route with (see
+    /// [`crate::step::LcoreStep::attach_fib`]).
+    pub fn attach_fib(&mut self, reader: FibReader) {
+        self.st.fib = Some(reader);
+    }
+
+    /// The attached FIB reader, if any.
+    #[must_use]
+    pub fn fib(&self) -> Option<&FibReader> {
+        self.st.fib.as_ref()
     }
 
     /// Which ingress side this is (its index in `Layout::ingress_side_of_port`).
@@ -199,6 +218,10 @@ impl<F: Frame> Ingress<F> {
             views: &self.views,
         };
         let st = &mut self.st;
+        // A burst boundary: switch to the newest FIB snapshot (one acquire load when none).
+        if let Some(fib) = st.fib.as_mut() {
+            fib.refresh();
+        }
         st.sync_releases(&ctx);
         if st.fdb.is_synced() {
             st.fdb.sync(now);
@@ -256,6 +279,9 @@ impl<F: Frame> Ingress<F> {
             counters: &self.shared.ingress_counters[self.st.side],
             views: &self.views,
         };
+        if let Some(fib) = self.st.fib.as_mut() {
+            fib.refresh();
+        }
         self.st.sync_releases(&ctx);
         if self.st.fdb.is_synced() {
             self.st.fdb.sync(now);
@@ -398,7 +424,7 @@ fn count_refused(out_counters: &IngressPortCounters, q: usize, len: usize, reaso
 }
 
 /// Counts a drop of `frame` received on the port of `counters`, and drops it.
-fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
+pub(crate) fn drop_frame<F>(counters: &IngressPortCounters, reason: DropReason, frame: F) {
     counters.drops[reason.index()].inc();
     drop(frame);
 }
@@ -586,6 +612,10 @@ impl<F: Frame> IngressState<F> {
         // any VLAN. Only a multicast destination can be reserved: unicast pays one bit test.
         if l2.dst_addr.is_multicast() && is_reserved_group_address(l2.dst_addr.0) {
             return self.punt_frame(counters, now, port, frame);
+        }
+        // A router interface: routed, punted or dropped, never bridged (`route_forward`).
+        if view.routed {
+            return self.route_frame(ctx, view, counters, mitigations, now, port, &l2, frame, len);
         }
         // VLAN membership (802.1Q 8.6.2 ingress filtering). VID 0 is a priority tag.
         let vid = match l2.vlan.map(VlanTci::vid) {
@@ -888,6 +918,20 @@ impl<F: Frame> IngressState<F> {
             );
             return drop_frame(counters, DropReason::Runt, frame);
         };
+        self.punt_with_reason(counters, now, port, reason, frame);
+    }
+
+    /// Queues a frame for the control plane with `reason`, or drops it (rate, queue full).
+    #[cold]
+    #[inline(never)]
+    fn punt_with_reason(
+        &mut self,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        reason: crate::punt::PuntReason,
+        frame: F,
+    ) {
         match self.punt.punt(now, port, reason, frame) {
             Ok(()) => counters.punt_frames[reason.index()].inc(),
             Err((refused, frame)) => {
@@ -1002,7 +1046,7 @@ impl<F: Frame> IngressState<F> {
 
 /// Classification result carried from `handle_frame` to `forward`.
 #[derive(Clone, Copy, Debug)]
-struct IngressFrame {
+pub(crate) struct IngressFrame {
     in_port: PortId,
     tc: TrafficClass,
     pg: usize,

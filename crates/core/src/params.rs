@@ -226,6 +226,14 @@ pub enum VlanMode {
         /// The VLAN of untagged frames.
         native: Option<u16>,
     },
+    /// A router interface (SONiC `INTERFACE|Ethernet0|…`, SAI router interface of type PORT):
+    /// no VLAN membership, so MAC learning and flooding never involve the port. Untagged and
+    /// priority-tagged (VID 0) frames are accepted, other tagged frames dropped
+    /// (`vlan_filtered`). [`PortParams::mac`] is the router MAC: IPv4/IPv6 frames addressed to
+    /// it are routed by the FIB attached to the lcore ([`crate::step::LcoreStep::attach_fib`]),
+    /// and routed frames leave the port with it as their source address. Frames routed out of
+    /// the port leave untagged. See `route_forward` in the crate for the packet walk.
+    Routed,
 }
 
 /// Action the PFC watchdog takes on a stormed queue (SONiC `PFC_WD.action`).
@@ -258,7 +266,9 @@ pub struct PortWatchdogParams {
 pub struct PortParams {
     /// Operator-facing name, e.g. `Ethernet0`.
     pub name: String,
-    /// Source MAC address of the PFC frames sent on this port.
+    /// Source MAC address of the PFC frames sent on this port; on a routed port
+    /// ([`VlanMode::Routed`]) also its router MAC, the destination of the frames it routes and
+    /// the source of the frames routed out of it.
     pub mac: [u8; 6],
     /// Link speed in bits per second: pause quanta are timed at it and the shaper runs at
     /// `shaper_rate_bps`.
@@ -390,6 +400,18 @@ impl SwitchParams {
                 "static FDB entry on port {port}, VLAN {vid}: no such port or VLAN"
             ));
         }
+        // A routed port is in no VLAN: nothing is ever bridged to it (SONiC refuses an FDB
+        // entry on a port that is not a VLAN member).
+        if let Some((vid, mac, port)) = self
+            .fdb_static
+            .iter()
+            .find(|(_, _, port)| self.ports[port.index()].vlan == VlanMode::Routed)
+        {
+            return err(format!(
+                "static FDB entry {mac:02x?} in VLAN {vid}: port {} is a routed port (in no VLAN)",
+                self.ports[port.index()].name
+            ));
+        }
         // Every static entry must find a slot (the ingress sides install them all).
         let (_, refused) =
             crate::fdb::Fdb::with_static(self.fdb_capacity, self.fdb_aging_ns, &self.fdb_static);
@@ -486,7 +508,7 @@ impl SwitchParams {
                         ));
                     }
                 }
-                VlanMode::Access { .. } => {}
+                VlanMode::Access { .. } | VlanMode::Routed => {}
             }
         }
         Ok(())

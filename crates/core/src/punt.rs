@@ -73,6 +73,16 @@ punt_reasons! {
     Stp => "stp", "Spanning tree BPDUs: LLC frames to the bridge group address 01-80-C2-00-00-00.";
     Eapol => "eapol", "Port-based access control (EAPOL, EtherType 0x888E, IEEE 802.1X).";
     ReservedGroupAddress => "reserved_group_address", "Any other frame to a reserved group address 01-80-C2-00-00-0X (IEEE 802.1Q Table 8-1): never relayed.";
+    ArpReq => "arp_req", "ARP request on a routed port (broadcast, or unicast to its router MAC): the kernel answers (SONiC trap `arp_req`).";
+    ArpResp => "arp_resp", "ARP reply to a routed port's router MAC: the kernel's neighbour table learns it (SONiC trap `arp_resp`).";
+    NeighDiscovery => "neigh_discovery", "IPv6 neighbour discovery on a routed port (ICMPv6 133-137: router/neighbour solicitation and advertisement, redirect), unicast or to 33:33:xx multicast (SONiC trap `neigh_discovery`).";
+    Ip2me => "ip2me", "An IP packet for the switch itself: the FIB says Local, or the destination is IPv6 link-local (RFC 4291 2.5.6: never forwarded) (SONiC trap `ip2me`).";
+    TtlError => "ttl_error", "An IP packet to be forwarded with TTL / hop limit <= 1: the kernel sends ICMP Time Exceeded (RFC 1812 5.3.1, RFC 4443 3.3) (SAI trap `TTL_ERROR`).";
+    NeighborMiss => "neighbor_miss", "The route's next hop has no resolved neighbour: the kernel resolves it by ARP/ND and forwards this packet (SONiC trap `neighbor_miss`).";
+    IpOptions => "ip_options", "IPv4 with options (IHL > 5) or IPv6 with a hop-by-hop options header: processed by the kernel (RFC 1812 5.2.4; RFC 8200 4.3) (SAI trap `IP_OPTIONS`).";
+    Kernel => "kernel", "The FIB hands the packet to the kernel (unreachable and prohibit routes, whose ICMP errors it sends; routes out of interfaces that are not switch ports).";
+    L3MtuError => "l3_mtu_error", "A routed packet longer than the egress port's MTU: the kernel fragments it or sends ICMP Fragmentation Needed / Packet Too Big (RFC 1191, RFC 8201) (SAI trap `L3_MTU_ERROR`).";
+    LinkLocalMulticast => "link_local_multicast", "IP to a link-local group on a routed port (IPv4 224.0.0.0/24 or 255.255.255.255, IPv6 ff02::/16 other than ND: OSPF, VRRP, MLD, RIPng, DHCP): for the router's own protocols, never routed (RFC 5771, RFC 4291 2.7).";
 }
 
 /// Whether `dst` is one of the reserved group addresses 01-80-C2-00-00-00 to -0F that a bridge
@@ -123,14 +133,29 @@ pub struct PuntParams {
 }
 
 impl Default for PuntParams {
-    /// After SONiC's default CoPP groups (`copp_cfg.j2`): LLDP is policed at 100 packets/s
-    /// (CIR = CBS, `queue4_group3`), LACP at 6000/s (`queue4_group1`); STP and EAPOL, link
-    /// protocols that must not starve, get LACP's; any other reserved address LLDP's.
+    /// After SONiC's default CoPP groups (`copp_cfg.j2`, CIR = CBS in packets/s): LLDP 100
+    /// (`queue4_group3`), LACP 6000 (`queue4_group1`); STP and EAPOL, link protocols that must
+    /// not starve, get LACP's; any other reserved address LLDP's. Routing: ARP requests and
+    /// replies and ND 600 (`queue4_group2`), ip2me 6000 (`queue1_group1`), neighbor_miss 200
+    /// (`queue1_group3`). SONiC configures no trap for TTL errors, IP options and MTU errors
+    /// (SAI then drops them); here they reach the kernel, which sends the ICMP errors RFC 1812
+    /// asks for, at 200/s each, and the kernel route and link-local multicast (OSPF, VRRP, MLD)
+    /// get SONiC's default group's 600.
     fn default() -> Self {
         let mut limits = [RateLimit::per_second(100); PuntReason::COUNT];
         limits[PuntReason::Lacp.index()] = RateLimit::per_second(6000);
         limits[PuntReason::Stp.index()] = RateLimit::per_second(6000);
         limits[PuntReason::Eapol.index()] = RateLimit::per_second(6000);
+        limits[PuntReason::ArpReq.index()] = RateLimit::per_second(600);
+        limits[PuntReason::ArpResp.index()] = RateLimit::per_second(600);
+        limits[PuntReason::NeighDiscovery.index()] = RateLimit::per_second(600);
+        limits[PuntReason::Ip2me.index()] = RateLimit::per_second(6000);
+        limits[PuntReason::NeighborMiss.index()] = RateLimit::per_second(200);
+        limits[PuntReason::TtlError.index()] = RateLimit::per_second(200);
+        limits[PuntReason::IpOptions.index()] = RateLimit::per_second(200);
+        limits[PuntReason::L3MtuError.index()] = RateLimit::per_second(200);
+        limits[PuntReason::Kernel.index()] = RateLimit::per_second(600);
+        limits[PuntReason::LinkLocalMulticast.index()] = RateLimit::per_second(600);
         Self {
             limits,
             queue_frames: 1024,

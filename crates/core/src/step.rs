@@ -19,7 +19,14 @@
 //! 7. if nothing happened, sleep (adaptive polling) at most until [`LcoreStep::poll_timeout`].
 //!
 //! Control operations ([`LcoreStep::fdb_entries`], [`LcoreStep::flush_fdb`],
-//! [`LcoreStep::set_big_red_switch`], [`LcoreStep::set_tx_enable`]) go between iterations.
+//! [`LcoreStep::set_big_red_switch`], [`LcoreStep::set_tx_enable`], [`LcoreStep::attach_fib`])
+//! go between iterations.
+//!
+//! **Routing.** A step with an ingress side routes what its routed ports
+//! ([`crate::params::VlanMode::Routed`]) receive with the FIB of the [`FibReader`] attached by
+//! [`LcoreStep::attach_fib`]. The reader switches to the newest published snapshot at burst
+//! boundaries only: at the start of `handle_rx_burst` and in `handle_timeout`, never within a
+//! burst, so one burst is forwarded by one snapshot.
 //!
 //! **Released cells and XON.** A frame sent by `poll_tx_burst` gives its cells back at once to
 //! the shared release counters. A step that holds both sides pulls them into the ingress
@@ -44,6 +51,7 @@ use crate::frame::Frame;
 use crate::ingress::Ingress;
 use crate::params::{ParamsError, SwitchParams};
 use crate::punt::Punted;
+use crate::route::FibReader;
 use crate::shared::{Layout, Shared};
 use crate::time::Instant;
 use crate::types::{PortId, PRIORITY_COUNT};
@@ -221,6 +229,18 @@ impl<F: Frame> LcoreStep<F> {
                 Some(port) => ingress.flush_fdb_port(port, now),
                 None => ingress.flush_fdb(now),
             }
+        }
+    }
+
+    /// Attaches the FIB this lcore's ingress side routes with (a control op: between
+    /// iterations). It replaces any reader attached before (dropped here, off the per-packet
+    /// path). Until one is attached, a packet a routed port would route is dropped `no_route`
+    /// (punts — ARP, ND, LLDP — need no FIB and work). A step without an ingress side has
+    /// nothing to route: the reader is dropped. The reader's `refresh` is called at burst
+    /// boundaries (module doc).
+    pub fn attach_fib(&mut self, reader: FibReader) {
+        if let Some(ingress) = self.ingress.as_mut() {
+            ingress.attach_fib(reader);
         }
     }
 

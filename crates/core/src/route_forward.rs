@@ -1,0 +1,314 @@
+//! Routed forwarding: what an ingress side does with a frame received on a routed port
+//! ([`crate::params::VlanMode::Routed`]), after the L2 parse, MAC Control and the reserved group
+//! addresses (LLDP … keep their punt, `ingress`).
+//!
+//! Per frame, in this order (`routing-fabric-dcbx.md` §3.1, RFC 1812):
+//!
+//! 1. **Tag.** Untagged and priority-tagged (VID 0) frames only; other tags `vlan_filtered`.
+//! 2. **Multicast and broadcast.** ARP → `arp_req` / `arp_resp` by opcode; IPv6 ND (ICMPv6
+//!    133–137) → `neigh_discovery`; IP to a link-local group (224.0.0.0/24, 255.255.255.255,
+//!    ff02::/16) → `link_local_multicast` (the router's own protocols: OSPF, VRRP, MLD, DHCP);
+//!    anything else `l3_multicast` (headroom does not route multicast).
+//! 3. **Router MAC.** Unicast not to the port's MAC: `router_mac_mismatch`. ARP to it → by
+//!    opcode; neither IPv4, IPv6 nor ARP: `not_routable`.
+//! 4. **Header.** IPv4: version, IHL ≥ 5, total length within the frame and ≥ the header,
+//!    header checksum (RFC 1812 §5.2.2) — else `ip_header_error`; IHL > 5 → `ip_options`.
+//!    IPv6: version, payload length within the frame — else `ip_header_error`; a hop-by-hop
+//!    header → `ip_options`; a link-local destination → `ip2me` (RFC 4291 §2.5.6: never
+//!    forwarded); ND → `neigh_discovery`.
+//! 5. **Lookup.** LPM on the destination (`no_route` on a miss, or before a FIB is attached);
+//!    an ECMP target picks its member by the 5-tuple hash (computed only then). Local → `ip2me`
+//!    (whatever the TTL: RFC 1812 §5.3.1 checks TTL only when forwarding), Kernel → `kernel`,
+//!    Blackhole → `blackhole` drop.
+//! 6. **TTL.** A packet that would be forwarded with TTL / hop limit ≤ 1 → `ttl_error` (the
+//!    kernel sends Time Exceeded); then an unresolved next hop → `neighbor_miss` (the kernel
+//!    resolves ARP/ND); a packet longer than the egress port's MTU → `l3_mtu_error` (the kernel
+//!    fragments or sends Fragmentation Needed / Packet Too Big, which SAI's default drop would
+//!    not: a silent PMTUD black hole).
+//! 7. **Rewrite in place.** Destination MAC the neighbour's, source MAC the egress port's, TTL−1
+//!    with the RFC 1624 eqn. 3 checksum update (IPv6: hop limit, no checksum); DSCP and ECN
+//!    untouched. Then the L2 path's `forward`: egress tagging by the egress port (untagged on a
+//!    routed port; an SVI next hop's VLAN on an L2 port), the **ingress** port's PG (classified
+//!    by its trust and maps, as for L2), the egress port's queue; PFC, ECN, the watchdog and the
+//!    accounting are unchanged. Egress port = ingress port is legal (a hairpin route).
+
+use super::{drop_frame, Ctx, IngressFrame, IngressState};
+use crate::classify::{classify, PortView};
+use crate::counters::{DropReason, IngressPortCounters};
+use crate::frame::Frame;
+use crate::punt::PuntReason;
+use crate::route::nexthop::NextHop;
+use crate::route::FlowKey;
+use crate::time::Instant;
+use crate::types::{PortId, PRIORITY_COUNT};
+use crate::watchdog::{PortMitigations, QueueMitigation};
+use headroom_wire::checksum::{checksum, incremental_update};
+use headroom_wire::ethernet::{EtherType, L2Header};
+use headroom_wire::ipv4::Ipv4Packet;
+use headroom_wire::ipv6::Ipv6Packet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// ARP, RFC 826.
+const ETHERTYPE_ARP: u16 = 0x0806;
+/// ARP opcode of a reply (RFC 826; 1 is a request).
+const ARP_OP_REPLY: u16 = 2;
+/// ICMPv6 (RFC 4443).
+const NEXT_HEADER_ICMPV6: u8 = 58;
+/// IPv6 hop-by-hop options header (RFC 8200 §4.3): every router on the path processes it.
+const NEXT_HEADER_HOP_BY_HOP: u8 = 0;
+
+/// What the routing decision is, short of forwarding.
+enum NotForwarded {
+    Punt(PuntReason),
+    Drop(DropReason),
+}
+
+use NotForwarded::{Drop as D, Punt as P};
+
+/// The ARP trap of an ARP frame by its opcode (bytes 6..8 of the ARP payload).
+fn arp_reason(data: &[u8], off: usize) -> PuntReason {
+    match data.get(off + 6..off + 8) {
+        Some(&[a, b]) if u16::from_be_bytes([a, b]) == ARP_OP_REPLY => PuntReason::ArpResp,
+        _ => PuntReason::ArpReq,
+    }
+}
+
+/// Whether the IPv6 packet at `off` is neighbour discovery: ICMPv6 directly after the fixed
+/// header, type 133–137 (RFC 4861 §4).
+fn is_nd(data: &[u8], off: usize) -> bool {
+    data.get(off + 6) == Some(&NEXT_HEADER_ICMPV6)
+        && data.get(off + 40).is_some_and(|t| (133..=137).contains(t))
+}
+
+/// Where a multicast or broadcast frame on a routed port goes (step 2).
+fn multicast_reason(l2: &L2Header, data: &[u8]) -> NotForwarded {
+    let off = l2.payload_offset;
+    match u16::from(l2.ethertype) {
+        ETHERTYPE_ARP => P(arp_reason(data, off)),
+        _ if l2.ethertype == EtherType::Ipv6 => {
+            if is_nd(data, off) {
+                P(PuntReason::NeighDiscovery)
+            } else if data.get(off + 24..off + 26) == Some(&[0xFF, 0x02]) {
+                P(PuntReason::LinkLocalMulticast)
+            } else {
+                D(DropReason::L3Multicast)
+            }
+        }
+        _ if l2.ethertype == EtherType::Ipv4 => match data.get(off + 16..off + 20) {
+            Some(&[224, 0, 0, _] | &[255, 255, 255, 255]) => P(PuntReason::LinkLocalMulticast),
+            _ => D(DropReason::L3Multicast),
+        },
+        _ => D(DropReason::L3Multicast),
+    }
+}
+
+impl<F: Frame> IngressState<F> {
+    /// Routes, punts or drops a frame received on the routed port `port` (module doc).
+    /// `len` is the frame's length, `l2` its parsed header.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn route_frame(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        mitigations: PortMitigations<'_>,
+        now: Instant,
+        port: PortId,
+        l2: &L2Header,
+        mut frame: F,
+        len: usize,
+    ) {
+        if l2.vlan.is_some_and(|tci| tci.vid() != 0) {
+            return drop_frame(counters, DropReason::VlanFiltered, frame);
+        }
+        let data = frame.data();
+        if l2.dst_addr.is_multicast() {
+            return self.not_forwarded(counters, now, port, multicast_reason(l2, data), frame);
+        }
+        if l2.dst_addr.0 != view.mac {
+            return drop_frame(counters, DropReason::RouterMacMismatch, frame);
+        }
+        let off = l2.payload_offset;
+        let decided = match l2.ethertype {
+            EtherType::Ipv4 => self.route_v4(data, off),
+            EtherType::Ipv6 => self.route_v6(data, off),
+            t if u16::from(t) == ETHERTYPE_ARP => Err(P(arp_reason(data, off))),
+            _ => Err(D(DropReason::NotRoutable)),
+        };
+        let (out, vlan, mac) = match decided {
+            Ok(hop) => hop,
+            Err(not) => return self.not_forwarded(counters, now, port, not, frame),
+        };
+        let out_view = &ctx.views[out.index()];
+        // Egress VLAN: none on a routed port; an SVI next hop's VLAN must be one the egress
+        // port is in (anything else is a next hop the port cannot carry: never sent wrongly).
+        let vid = match vlan {
+            None if out_view.routed => 0,
+            Some(v) if out_view.member(v) => v,
+            _ => return drop_frame(counters, DropReason::VlanFiltered, frame),
+        };
+        // Step 6's MTU check: the IP packet must fit the egress port's MTU.
+        let ip_len = len - off;
+        if ip_len > out_view.max_payload {
+            return self.not_forwarded(counters, now, port, P(PuntReason::L3MtuError), frame);
+        }
+        let (tc, l3) = classify(view, l2, data);
+        let pg = view.maps.tc_to_pg[tc.index()].index() % PRIORITY_COUNT;
+        let queue = view.maps.tc_to_queue[tc.index()].index() % PRIORITY_COUNT;
+        if mitigations.get(queue) == QueueMitigation::Drop {
+            counters.pg_frames[pg].inc();
+            counters.pg_bytes[pg].add(len as u64);
+            counters.pg_drops[pg].inc();
+            return drop_frame(counters, DropReason::PfcwdIngress, frame);
+        }
+        rewrite(
+            frame.data_mut(),
+            off,
+            l2.ethertype == EtherType::Ipv6,
+            mac,
+            out_view.mac,
+        );
+        counters.rif_in_packets.inc();
+        counters.rif_in_octets.add(len as u64);
+        let out_counters = &ctx.counters.ports[out.index()];
+        out_counters.rif_out_packets.inc();
+        out_counters.rif_out_octets.add(len as u64);
+        let meta = IngressFrame {
+            in_port: port,
+            tc,
+            pg,
+            queue,
+            vid,
+            tagged: l2.vlan.is_some(),
+            l3,
+        };
+        self.forward(ctx, view, counters, now, &meta, out, frame, len);
+    }
+
+    /// Steps 4–6 for IPv4: the egress port, VLAN and neighbour MAC, or why not.
+    #[inline]
+    fn route_v4(
+        &self,
+        data: &[u8],
+        off: usize,
+    ) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+        let ip = data.get(off..).unwrap_or_default();
+        let header_error = D(DropReason::IpHeaderError);
+        if ip.len() < 20 || ip[0] >> 4 != 4 {
+            return Err(header_error);
+        }
+        let ihl = usize::from(ip[0] & 0x0F) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        if ihl < 20 || total < ihl || total > ip.len() || checksum(&ip[..ihl]) != 0 {
+            return Err(header_error);
+        }
+        if ihl > 20 {
+            return Err(P(PuntReason::IpOptions));
+        }
+        let Some(fib) = self.fib.as_ref().map(|r| r.fib()) else {
+            return Err(D(DropReason::NoRoute));
+        };
+        let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+        let Some(target) = fib.lookup_v4(dst) else {
+            return Err(D(DropReason::NoRoute));
+        };
+        let id = fib.resolve(target, || {
+            FlowKey::from_ipv4(&Ipv4Packet::new_unchecked(&ip[..total]))
+        });
+        next_hop(fib.next_hop(id), ip[8])
+    }
+
+    /// Steps 4–6 for IPv6.
+    #[inline]
+    fn route_v6(
+        &self,
+        data: &[u8],
+        off: usize,
+    ) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+        let ip = data.get(off..).unwrap_or_default();
+        if ip.len() < 40
+            || ip[0] >> 4 != 6
+            || 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]])) > ip.len()
+        {
+            return Err(D(DropReason::IpHeaderError));
+        }
+        if ip[6] == NEXT_HEADER_HOP_BY_HOP {
+            return Err(P(PuntReason::IpOptions));
+        }
+        if is_nd(data, off) {
+            return Err(P(PuntReason::NeighDiscovery));
+        }
+        let mut dst_octets = [0u8; 16];
+        dst_octets.copy_from_slice(&ip[24..40]);
+        let dst = Ipv6Addr::from(dst_octets);
+        if dst.is_unicast_link_local() {
+            return Err(P(PuntReason::Ip2me));
+        }
+        if dst.is_multicast() {
+            return Err(D(DropReason::L3Multicast));
+        }
+        let Some(fib) = self.fib.as_ref().map(|r| r.fib()) else {
+            return Err(D(DropReason::NoRoute));
+        };
+        let Some(target) = fib.lookup_v6(dst) else {
+            return Err(D(DropReason::NoRoute));
+        };
+        let id = fib.resolve(target, || {
+            let payload = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+            FlowKey::from_ipv6(&Ipv6Packet::new_unchecked(&ip[..payload]))
+        });
+        next_hop(fib.next_hop(id), ip[7])
+    }
+
+    /// Punts or drops a frame the routing decision did not forward.
+    fn not_forwarded(
+        &mut self,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        not: NotForwarded,
+        frame: F,
+    ) {
+        match not {
+            P(reason) => self.punt_with_reason(counters, now, port, reason, frame),
+            D(reason) => drop_frame(counters, reason, frame),
+        }
+    }
+}
+
+/// Steps 5–6 after the lookup: what the next hop does with a packet of TTL / hop limit `ttl`.
+#[inline]
+fn next_hop(hop: &NextHop, ttl: u8) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+    // The TTL is checked only for packets that would be forwarded (RFC 1812 5.3.1), before
+    // the neighbour: the kernel sends Time Exceeded without resolving it.
+    match *hop {
+        NextHop::Resolved { .. } | NextHop::Unresolved { .. } if ttl <= 1 => {
+            Err(P(PuntReason::TtlError))
+        }
+        NextHop::Resolved { port, vlan, mac } => Ok((port, vlan, mac.0)),
+        NextHop::Unresolved { .. } => Err(P(PuntReason::NeighborMiss)),
+        NextHop::Local => Err(P(PuntReason::Ip2me)),
+        NextHop::Kernel => Err(P(PuntReason::Kernel)),
+        NextHop::Blackhole => Err(D(DropReason::Blackhole)),
+    }
+}
+
+/// Step 7: MACs, and TTL−1 with the RFC 1624 eqn. 3 update of the IPv4 header checksum over
+/// the word TTL‖protocol (IPv6: hop limit, no header checksum). The caller checked the header
+/// and that TTL / hop limit > 1. DSCP and ECN are not touched.
+#[inline]
+pub(crate) fn rewrite(data: &mut [u8], off: usize, ipv6: bool, dst: [u8; 6], src: [u8; 6]) {
+    data[..6].copy_from_slice(&dst);
+    data[6..12].copy_from_slice(&src);
+    if ipv6 {
+        data[off + 7] -= 1;
+    } else {
+        let (ttl, protocol) = (data[off + 8], data[off + 9]);
+        let old = u16::from_be_bytes([ttl, protocol]);
+        let new = u16::from_be_bytes([ttl - 1, protocol]);
+        let hc = u16::from_be_bytes([data[off + 10], data[off + 11]]);
+        data[off + 8] = ttl - 1;
+        data[off + 10..off + 12].copy_from_slice(&incremental_update(hc, old, new).to_be_bytes());
+    }
+}
