@@ -61,9 +61,11 @@ fn start_any(
     config: &Config,
     backend: &mut AnyBackend,
     capture_flags: Vec<u8>,
+    fib: Option<Arc<headroom_core::route::Fib>>,
 ) -> Result<Started, String> {
     let mut spec = RuntimeSpec::for_config(config).map_err(|e| e.to_string())?;
     spec.capture_flags = capture_flags;
+    spec.fib = fib;
     match backend {
         AnyBackend::AfPacket(b) => start_with_faults(spec, b, config),
         AnyBackend::Memory(b) => start_with_faults(spec, b, config),
@@ -168,7 +170,16 @@ pub(crate) fn run_with(
             return ExitCode::from(EXIT_START_FAILED);
         }
     };
-    let (mut running, mut faults) = match start_any(control.config(), &mut backend, Vec::new()) {
+    // The routed ports' host interfaces exist before the dataplane starts: the mirror's first
+    // dump needs their links, and the lcores start with its FIB.
+    let first = control.config().clone();
+    if let Err(e) = control.open_host_interfaces(&first) {
+        tracing::error!("cannot start: {e}");
+        return ExitCode::from(EXIT_START_FAILED);
+    }
+    let fib = control.fib();
+    let (mut running, mut faults) = match start_any(control.config(), &mut backend, Vec::new(), fib)
+    {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("cannot start: {e}");
@@ -202,7 +213,8 @@ pub(crate) fn run_with(
 
     let mut last_fault_log = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(20));
+        // 20 ms, or a short poll(2) on the host interfaces and netlink when a port is routed.
+        control.wait(Duration::from_millis(20));
         if !faults.is_empty() && last_fault_log.elapsed() >= FAULT_LOG_INTERVAL {
             log_fault_stats(&faults);
             last_fault_log = std::time::Instant::now();
@@ -211,7 +223,7 @@ pub(crate) fn run_with(
             headroom_runtime::log_event(running.shared(), &running.clock(), &event);
             control.note_event(&event);
         }
-        running.drain_punts();
+        control.pump_host_interfaces(&mut running);
         if !running.is_healthy() {
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;
@@ -250,7 +262,11 @@ pub(crate) fn run_with(
             tracing::info!(%reason, "config change: draining queues, then switching to the new configuration");
             let old = Retired::stop(running);
             log_fault_stats(&faults);
-            match restart(&new, &mut backend, control.capture_flags_for(&new)) {
+            let flags = control.capture_flags_for(&new);
+            let started = control
+                .open_host_interfaces(&new)
+                .and_then(|()| restart(&new, &mut backend, flags, control.fib()));
+            match started {
                 Ok((r, f)) => {
                     running = r;
                     faults = f;
@@ -264,7 +280,11 @@ pub(crate) fn run_with(
                 Err(e) => {
                     tracing::error!(%reason, error = %e, "the new configuration could not start; restarting the previous one");
                     let flags = control.capture_flags_for(control.config());
-                    match restart(control.config(), &mut backend, flags) {
+                    let previous = control.config().clone();
+                    let started = control
+                        .open_host_interfaces(&previous)
+                        .and_then(|()| restart(&previous, &mut backend, flags, control.fib()));
+                    match started {
                         Ok((r, f)) => {
                             let previous = control.config().clone();
                             let previous_text = control.config_text().to_owned();
@@ -301,6 +321,7 @@ fn restart(
     config: &Config,
     backend: &mut AnyBackend,
     capture_flags: Vec<u8>,
+    fib: Option<Arc<headroom_core::route::Fib>>,
 ) -> Result<Started, String> {
     match backend {
         #[cfg(feature = "dpdk")]
@@ -311,7 +332,7 @@ fn restart(
         }
         _ => *backend = backend_for(config)?,
     }
-    start_any(config, backend, capture_flags)
+    start_any(config, backend, capture_flags, fib)
 }
 
 /// Prints the final counters since start (previous dataplanes of reconfigurations included):

@@ -267,7 +267,7 @@ fn port(p: &Port) -> PortParams {
                 allowed: allowed_vlan_ids.clone(),
                 native: *native_vlan_id,
             },
-            Vlan::Routed => VlanMode::Access { vid: 1 }, // TEMP-H11
+            Vlan::Routed => VlanMode::Routed,
         },
         watchdog: p.pfcwd.enabled.then_some(PortWatchdogParams {
             action: match p.pfcwd.action {

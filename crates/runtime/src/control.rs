@@ -305,6 +305,9 @@ pub struct ControlPlane {
     /// Link state of each port at the last link poll (`None`: unknown or not read yet).
     links: Vec<Option<bool>>,
     last_link_poll: std::time::Instant,
+    /// The routed ports' host interfaces and the netlink mirror (`None`: no routed port, or
+    /// not opened yet).
+    host: Option<crate::host_interfaces::HostInterfaces>,
 }
 
 impl Drop for ControlPlane {
@@ -384,7 +387,57 @@ impl ControlPlane {
                 .checked_sub(LINK_POLL)
                 .unwrap_or_else(std::time::Instant::now),
             config,
+            host: None,
         })
+    }
+
+    /// Creates the host interfaces of `config`'s routed ports and starts the netlink mirror,
+    /// or keeps those that exist if they fit (a reconfiguration); closes them when no port is
+    /// routed any more. Call before starting the dataplane of `config` (it takes its FIB from
+    /// [`ControlPlane::fib`]).
+    ///
+    /// # Errors
+    /// A TAP or the mirror could not be created (see
+    /// [`crate::host_interfaces::HostInterfaces::open`]).
+    pub fn open_host_interfaces(&mut self, config: &Config) -> Result<(), String> {
+        crate::host_interfaces::reconcile(&mut self.host, config)
+    }
+
+    /// The FIB a dataplane starts with (`None` without routed ports).
+    pub fn fib(&mut self) -> Option<Arc<headroom_core::route::Fib>> {
+        self.host.as_mut().map(crate::host_interfaces::HostInterfaces::fib)
+    }
+
+    /// The host interfaces, if any.
+    #[must_use]
+    pub fn host_interfaces(&self) -> Option<&crate::host_interfaces::HostInterfaces> {
+        self.host.as_ref()
+    }
+
+    /// The control loop's wait: up to `timeout`, or [`crate::host_interfaces::ROUTED_TURN`]
+    /// with host interfaces (woken at once by a TAP or netlink), so that punted frames reach
+    /// the kernel promptly.
+    pub fn wait(&self, timeout: Duration) {
+        match &self.host {
+            Some(h) => h.wait(timeout.min(crate::host_interfaces::ROUTED_TURN)),
+            None => std::thread::sleep(timeout),
+        }
+    }
+
+    /// Moves frames between the dataplane and the host interfaces and mirrors the kernel's
+    /// FIB into the lcores (one turn); without host interfaces, drops what was punted
+    /// (counted unconsumed).
+    pub fn pump_host_interfaces(&mut self, running: &mut Running) {
+        match &mut self.host {
+            Some(h) => h.pump(running),
+            None => {
+                running.drain_punts();
+            }
+        }
+    }
+
+    fn port_names(&self) -> Vec<String> {
+        self.config.ports.iter().map(|p| p.name.clone()).collect()
     }
 
     /// The running configuration.
@@ -728,6 +781,28 @@ impl ControlPlane {
             Show::PfcwdConfig => Response::ok(self.pfcwd_config()),
             Show::PfcwdStats => Response::ok(self.pfcwd_stats(running)),
             Show::Ports => Response::ok(self.port_summaries(running)),
+            Show::IpRoute => Response::ok(match &self.host {
+                Some(h) => h.route_table(&self.port_names()),
+                None => crate::protocol::IpRouteTable::default(),
+            }),
+            Show::IpNeighbors => Response::ok(match &self.host {
+                Some(h) => h.neighbors(&self.port_names()),
+                None => Vec::new(),
+            }),
+            Show::HostInterfaces => {
+                let unconsumed = running.punted_unconsumed();
+                Response::ok(crate::protocol::HostInterfacesView {
+                    interfaces: self
+                        .host
+                        .as_ref()
+                        .map(|h| h.rows(running.shared()))
+                        .unwrap_or_default(),
+                    punted_unconsumed: headroom_core::punt::PuntReason::ALL
+                        .iter()
+                        .map(|r| (r.name().to_owned(), unconsumed[r.index()]))
+                        .collect(),
+                })
+            }
             Show::Fdb => {
                 if self.fdb_cache.is_none() {
                     self.fdb_dumps += 1;

@@ -5,9 +5,9 @@
 //! running: punted frames travel as the backend's frame handles, injected bytes in buffers that
 //! come back through a second ring for reuse.
 //!
-//! The control thread has no consumer for punted frames yet (the LLDP agent and the host
-//! interfaces attach here later): [`PuntRings::drain`] counts them by reason as
-//! *unconsumed* and drops them. Every loss is counted: a full punt ring in the lcore's
+//! [`PuntRings::drain_to`] hands punted frames to a consumer (the routed ports' host
+//! interfaces, [`crate::host_interfaces`]); what it does not take (ports without one) is
+//! counted by reason as *unconsumed* and dropped. Every loss is counted: a full punt ring in the lcore's
 //! `punt_ring_full`, a full inject ring in [`Injector::ring_full`], a frame buffer the lcore
 //! could not get in its `inject_no_buffer`, and every refusal by the core in the port's
 //! `inject_drops`.
@@ -69,20 +69,27 @@ impl PuntRings {
         }
     }
 
-    /// Takes every punted frame waiting; with no consumer attached yet, each is counted as
-    /// unconsumed (by reason) and dropped. Returns how many were taken.
-    pub fn drain(&mut self) -> usize {
+    /// Takes every punted frame waiting and shows it to `consumer`; each it does not take
+    /// (`false`) is counted as unconsumed (by reason) and dropped. Returns how many were taken
+    /// from the rings.
+    pub fn drain_to(&mut self, consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool) -> usize {
         let mut taken = 0;
+        let mut dropped = 0;
         let unconsumed = &mut self.unconsumed;
         for ring in &mut self.rings {
-            while ring.pop(&mut |_, reason, _| unconsumed[reason.index()] += 1) {
+            while ring.pop(&mut |port, reason, frame| {
+                if !consumer(port, reason, frame) {
+                    unconsumed[reason.index()] += 1;
+                    dropped += 1;
+                }
+            }) {
                 taken += 1;
             }
         }
-        if taken > 0 {
+        if dropped > 0 {
             tracing::debug!(
-                taken,
-                "punted frames dropped: no control-plane consumer is attached yet"
+                dropped,
+                "punted frames dropped: their port has no host interface"
             );
         }
         taken

@@ -25,6 +25,9 @@
 //! socket, so a frame from the kernel or a route change wakes it at once; punted frames arrive
 //! through rings without a wakeup, so the wait is short ([`ROUTED_TURN`]).
 
+use crate::protocol::{
+    HostInterfaceRow, IpNeighborRow, IpRouteNextHop, IpRouteRow, IpRouteTable, RouteMirrorSummary,
+};
 use crate::Running;
 use headroom_config::Config;
 use headroom_core::punt::PuntReason;
@@ -347,4 +350,182 @@ pub fn reconcile(
         *current = HostInterfaces::open(config)?;
     }
     Ok(())
+}
+
+/// FRR's name and code letter of a route's `rtm_protocol` (linux `rtnetlink.h`, FRR's
+/// `zebra/rt_netlink.h`); `connected` is a kernel route without a gateway.
+fn protocol_name(protocol: u8, connected: bool) -> (String, &'static str) {
+    match protocol {
+        2 if connected => ("connected".into(), "C"),
+        2 => ("kernel".into(), "K"),
+        3 => ("boot".into(), "K"),
+        4 => ("static".into(), "S"),
+        11 => ("zebra".into(), "K"),
+        186 => ("bgp".into(), "B"),
+        187 => ("isis".into(), "I"),
+        188 => ("ospf".into(), "O"),
+        189 => ("rip".into(), "R"),
+        196 => ("static".into(), "S"),
+        n => (n.to_string(), "K"),
+    }
+}
+
+fn mac_text(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+impl HostInterfaces {
+    /// `show ip route`: the mirror's counters and every installed prefix. `names`: the ports'
+    /// names, by port index.
+    #[must_use]
+    pub fn route_table(&self, names: &[String]) -> IpRouteTable {
+        use headroom_core::route::{NextHop, NextHopId, RouteTarget};
+        let mirror = self.linux_cp.mirror();
+        let fib = mirror.fib();
+        let port_name = |p: PortId| {
+            names
+                .get(p.index())
+                .cloned()
+                .unwrap_or_else(|| p.to_string())
+        };
+        let hop = |id: NextHopId, weight: Option<u32>| -> Option<IpRouteNextHop> {
+            let next_hop = fib.next_hop(id)?;
+            let port = next_hop.port()?;
+            let mac = match next_hop {
+                NextHop::Resolved { mac, .. } => Some(mac_text(mac.0)),
+                _ => None,
+            };
+            Some(IpRouteNextHop {
+                via: mirror
+                    .hop_key(id)
+                    .and_then(|k| k.gateway)
+                    .map(|g| g.to_string()),
+                interface: port_name(port),
+                mac,
+                weight,
+            })
+        };
+        let routes = mirror
+            .routes()
+            .map(|(prefix, target, reason)| {
+                let (action, next_hops) = match target {
+                    RouteTarget::NextHop(NextHopId::LOCAL) => ("local", Vec::new()),
+                    RouteTarget::NextHop(NextHopId::BLACKHOLE) => ("blackhole", Vec::new()),
+                    RouteTarget::NextHop(NextHopId::KERNEL) => ("kernel", Vec::new()),
+                    RouteTarget::NextHop(id) => ("forward", hop(id, None).into_iter().collect()),
+                    RouteTarget::Ecmp(group) => (
+                        "ecmp",
+                        mirror
+                            .group_members(group)
+                            .unwrap_or_default()
+                            .iter()
+                            .filter_map(|m| hop(m.next_hop, Some(u32::from(m.weight))))
+                            .collect(),
+                    ),
+                };
+                let kernel_route = mirror.model().route(prefix);
+                let connected = kernel_route
+                    .is_some_and(|r| r.paths.iter().all(|p| p.gateway.is_none()));
+                let (protocol, code) = match (kernel_route, action) {
+                    (_, "local") => ("local".to_owned(), "L"),
+                    (Some(r), _) => protocol_name(r.protocol, connected),
+                    (None, _) => ("headroom".to_owned(), "K"),
+                };
+                IpRouteRow {
+                    prefix: format!("{}/{}", prefix.addr(), prefix.prefix_len()),
+                    protocol,
+                    code: code.to_owned(),
+                    action: action.to_owned(),
+                    reason: reason.map(|r| format!("{r:?}").to_lowercase()),
+                    next_hops,
+                }
+            })
+            .collect();
+        let s = self.linux_cp.stats();
+        let c = self.fib;
+        let count = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+        IpRouteTable {
+            mirror: RouteMirrorSummary {
+                enabled: true,
+                messages: s.messages,
+                resyncs: s.resyncs,
+                overruns: s.overruns,
+                decode_errors: s.decode_errors,
+                fib_refused: s.fib_refused,
+                routes_v4: count(s.routes_v4),
+                routes_v6: count(s.routes_v6),
+                routes_via_foreign_interface: count(s.routes_via_foreign_interface),
+                routes_missing_nexthop: count(s.routes_missing_nexthop),
+                routes_fib_full: count(s.routes_fib_full),
+                next_hops: count(fib.next_hop_count()),
+                ecmp_groups: count(fib.ecmp_group_count()),
+                published: c.published,
+                publish_waits: c.publish_waits,
+                send_refused: c.send_refused,
+                netlink_errors: c.netlink_errors,
+            },
+            routes,
+        }
+    }
+
+    /// `show ip neighbors`: the kernel's neighbours on the routed ports.
+    #[must_use]
+    pub fn neighbors(&self, names: &[String]) -> Vec<IpNeighborRow> {
+        let mirror = self.linux_cp.mirror();
+        mirror
+            .model()
+            .neighbours
+            .values()
+            .filter_map(|n| {
+                let port = mirror.port_of(n.index)?;
+                Some(IpNeighborRow {
+                    address: n.addr.to_string(),
+                    family: if n.addr.is_ipv4() { "ipv4" } else { "ipv6" }.to_owned(),
+                    mac: n.mac.map(mac_text),
+                    interface: names
+                        .get(port.index())
+                        .cloned()
+                        .unwrap_or_else(|| port.to_string()),
+                    state: n.state_name().to_owned(),
+                    resolved: n.usable_mac().is_some(),
+                })
+            })
+            .collect()
+    }
+
+    /// The host interface rows (`show host-interfaces`), with the dataplane's inject and
+    /// routed counters of each port from `shared`.
+    #[must_use]
+    pub fn rows(&self, shared: &headroom_core::shared::Shared) -> Vec<HostInterfaceRow> {
+        self.interfaces()
+            .map(|(port, name, c)| {
+                let sum = |f: &dyn Fn(&headroom_core::counters::IngressPortCounters) -> u64| {
+                    shared
+                        .ingress_counters
+                        .iter()
+                        .filter_map(|side| side.ports.get(port.index()))
+                        .map(f)
+                        .sum::<u64>()
+                };
+                HostInterfaceRow {
+                    interface: name.to_owned(),
+                    punt_frames: c.punt_frames,
+                    punt_tap_full: c.punt_tap_full,
+                    punt_errors: c.punt_errors,
+                    inject_frames: c.inject_frames,
+                    inject_refused: c.inject_refused,
+                    read_errors: c.read_errors,
+                    dataplane_inject_frames: sum(&|p| p.inject_frames.get()),
+                    dataplane_inject_drops: sum(&|p| p.inject_drops.iter().map(|d| d.get()).sum()),
+                    rif_in_packets: sum(&|p| p.rif_in_packets.get()),
+                    rif_in_octets: sum(&|p| p.rif_in_octets.get()),
+                    rif_out_packets: sum(&|p| p.rif_out_packets.get()),
+                    rif_out_octets: sum(&|p| p.rif_out_octets.get()),
+                }
+            })
+            .collect()
+    }
 }

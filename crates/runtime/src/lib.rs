@@ -16,6 +16,7 @@ pub mod control;
 pub mod control_frames;
 pub mod event_log;
 pub mod fault;
+pub mod host_interfaces;
 pub mod lcore;
 mod lcore_channel;
 pub mod ledger;
@@ -29,6 +30,7 @@ use headroom_core::events::Event;
 use headroom_core::fdb::FdbEntry;
 use headroom_core::params::{ParamsError, SwitchParams};
 use headroom_core::punt::PuntReason;
+use headroom_core::route::{fib_channel, Fib, FibSender};
 use headroom_core::shared::{Layout, LcorePorts, Shared};
 use headroom_core::switch::build;
 use headroom_core::types::PortId;
@@ -71,6 +73,10 @@ pub struct RuntimeSpec {
     /// capture): a capture that runs across a reconfiguration must not miss what the new
     /// dataplane receives before the control plane's next turn.
     pub capture_flags: Vec<u8>,
+    /// The FIB the lcores that receive start routing with (the netlink mirror's last
+    /// publication, [`host_interfaces::HostInterfaces::fib`]); `None`: no routed port, no FIB
+    /// (routed frames are dropped `no_route`).
+    pub fib: Option<Arc<Fib>>,
 }
 
 impl RuntimeSpec {
@@ -104,6 +110,7 @@ impl RuntimeSpec {
             burst: usize::from(config.runtime.burst_size),
             drain_timeout: Duration::from_millis(200),
             capture_flags: Vec::new(),
+            fib: None,
         })
     }
 
@@ -125,6 +132,7 @@ impl RuntimeSpec {
             burst: headroom_io::BURST_MAX,
             drain_timeout: Duration::from_millis(200),
             capture_flags: Vec::new(),
+            fib: None,
         }
     }
 
@@ -183,6 +191,9 @@ pub struct Running {
     punts: PuntRings,
     /// `None` when no lcore both receives and transmits.
     injector: Option<Injector>,
+    /// The control plane's ends of the FIB rings of the lcores that receive, with the
+    /// generation each was last sent.
+    fib_senders: Vec<(FibSender, u64)>,
 }
 
 impl fmt::Debug for Running {
@@ -248,7 +259,15 @@ where
     }
     let mut commands = Vec::new();
     let mut mirrors = Vec::new();
-    for (n, (l, step)) in spec.lcores.iter().zip(steps).enumerate() {
+    let mut fib_senders = Vec::new();
+    for (n, (l, mut step)) in spec.lcores.iter().zip(steps).enumerate() {
+        // Attached before the lcore starts (a control op between iterations, swap.rs's call
+        // order); only a side that receives routes.
+        if let (Some(fib), true) = (&spec.fib, step.ingress().is_some()) {
+            let (sender, reader) = fib_channel(Arc::clone(fib));
+            step.attach_fib(reader);
+            fib_senders.push((sender, fib.generation()));
+        }
         let stats = Arc::new(LcoreStats::default());
         let punts = step.ingress().is_some().then(|| {
             let (tx, rx) = rtrb::RingBuffer::new(PUNT_RING_FRAMES);
@@ -331,6 +350,7 @@ where
         capture,
         punts: PuntRings::new(punt_rings),
         injector,
+        fib_senders,
     })
 }
 
@@ -464,13 +484,48 @@ impl Running {
         self.injector.as_ref().map_or(0, Injector::ring_full)
     }
 
-    /// Takes the frames the lcores punted to the control plane. No consumer is attached yet:
-    /// they are counted ([`Running::punted_unconsumed`]) and dropped. Returns how many.
+    /// Takes the frames the lcores punted to the control plane and drops them, counted
+    /// ([`Running::punted_unconsumed`]): for a switch without host interfaces. Returns how many.
     pub fn drain_punts(&mut self) -> usize {
-        self.punts.drain()
+        self.punts.drain_to(&mut |_, _, _| false)
     }
 
-    /// Punted frames taken by [`Running::drain_punts`] and dropped for want of a consumer, by
+    /// Takes the frames the lcores punted and shows each to `consumer` (port, reason, bytes);
+    /// those it does not take (returns `false`: the port has no host interface) are counted
+    /// unconsumed. Returns how many were taken from the rings.
+    pub fn drain_punts_to(
+        &mut self,
+        consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool,
+    ) -> usize {
+        self.punts.drain_to(consumer)
+    }
+
+    /// Sends a FIB snapshot to every routing lcore that does not have it yet; returns how many
+    /// refused it (their ring full: call again on the next turn). Never blocks.
+    pub fn send_fib(&mut self, fib: &Arc<Fib>) -> u64 {
+        let mut refused = 0;
+        for (sender, sent) in &mut self.fib_senders {
+            if *sent >= fib.generation() {
+                continue;
+            }
+            if sender.send(fib) {
+                *sent = fib.generation();
+            } else {
+                refused += 1;
+            }
+        }
+        refused
+    }
+
+    /// Drops the FIB snapshots the lcores stopped using (so that the builder's spare copy is
+    /// unique again).
+    pub fn reclaim_fib(&mut self) {
+        for (sender, _) in &mut self.fib_senders {
+            sender.reclaim();
+        }
+    }
+
+    /// Punted frames dropped for want of a consumer (no host interface on their port), by
     /// reason (index of [`PuntReason`]).
     #[must_use]
     pub fn punted_unconsumed(&self) -> [u64; PuntReason::COUNT] {
@@ -493,7 +548,7 @@ impl Running {
             }
         }
         // What the lcores punted last is counted too (and its buffers go back to the pool).
-        self.punts.drain();
+        self.punts.drain_to(&mut |_, _, _| false);
         for log in self
             .shared
             .ingress_events

@@ -113,6 +113,13 @@ pub enum Show {
     Config,
     /// Everything numeric at once (for `headroom top` and scripts).
     Snapshot,
+    /// The routes the dataplane forwards with (mirrored from the kernel), with the mirror's
+    /// counters (`show ip route`).
+    IpRoute,
+    /// The kernel's neighbours on the routed ports (`show arp` / `show ndp`).
+    IpNeighbors,
+    /// The routed ports' host interfaces: punted and injected frames.
+    HostInterfaces,
 }
 
 /// PG watermark kind.
@@ -469,6 +476,145 @@ pub struct FdbRow {
     /// types them.
     #[serde(default)]
     pub kind: String,
+}
+
+/// `show ip route`: the mirror's state and the installed routes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRouteTable {
+    /// The netlink mirror's counters.
+    pub mirror: RouteMirrorSummary,
+    /// Installed prefixes, IPv4 then IPv6, in prefix order.
+    pub routes: Vec<IpRouteRow>,
+}
+
+/// The netlink mirror and the FIB hand-over, counted since the mirror started.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteMirrorSummary {
+    /// Whether a mirror runs (a port is routed).
+    pub enabled: bool,
+    /// Netlink messages applied (dumps and notifications).
+    pub messages: u64,
+    /// Full resynchronisations (the initial dump, link changes, overruns).
+    pub resyncs: u64,
+    /// Netlink overruns (`ENOBUFS`), each repaired by a resync.
+    pub overruns: u64,
+    /// Netlink messages that could not be decoded.
+    pub decode_errors: u64,
+    /// Changes the FIB refused (a table full).
+    pub fib_refused: u64,
+    /// IPv4 prefixes installed.
+    pub routes_v4: u64,
+    /// IPv6 prefixes installed.
+    pub routes_v6: u64,
+    /// Prefixes punted to the kernel because a path leaves through a non-port interface.
+    pub routes_via_foreign_interface: u64,
+    /// Prefixes punted to the kernel because their nexthop object is unknown.
+    pub routes_missing_nexthop: u64,
+    /// Prefixes punted to the kernel because the FIB was full.
+    pub routes_fib_full: u64,
+    /// Next hops in the FIB (the three fixed ones included).
+    pub next_hops: u64,
+    /// ECMP groups in the FIB.
+    pub ecmp_groups: u64,
+    /// FIB snapshots published to the lcores.
+    pub published: u64,
+    /// Turns a publication waited for an lcore to give back the spare copy.
+    pub publish_waits: u64,
+    /// Sends refused by a full lcore ring (retried).
+    pub send_refused: u64,
+    /// Failed netlink polls (retried).
+    pub netlink_errors: u64,
+}
+
+/// One installed prefix.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRouteRow {
+    /// `10.2.0.0/31`, `2001:db8::/64`.
+    pub prefix: String,
+    /// Who installed it in the kernel (`rtm_protocol`): `kernel`, `boot`, `static`, `bgp`,
+    /// `ospf`, `isis`, `zebra`, or the number.
+    pub protocol: String,
+    /// FRR's code letter (`C` connected, `K` kernel, `S` static, `B` BGP, `O` OSPF, `L` local).
+    pub code: String,
+    /// What the dataplane does: `forward`, `ecmp`, `local` (to the switch: punted ip2me),
+    /// `blackhole`, `kernel` (punted: the kernel forwards or answers).
+    pub action: String,
+    /// Why it goes to the kernel, when `action` is `kernel` and the mirror knows.
+    pub reason: Option<String>,
+    /// The next hops (several for ECMP).
+    pub next_hops: Vec<IpRouteNextHop>,
+}
+
+/// A next hop of a route.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRouteNextHop {
+    /// The gateway; `None`: directly connected.
+    pub via: Option<String>,
+    /// The port.
+    pub interface: String,
+    /// The neighbour's MAC, when resolved (else packets to it are punted: neighbor_miss).
+    pub mac: Option<String>,
+    /// ECMP buckets this member holds (`None` for a single next hop).
+    pub weight: Option<u32>,
+}
+
+/// A neighbour of a routed port (the kernel's ARP/ND entry).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpNeighborRow {
+    /// IP address.
+    pub address: String,
+    /// `ipv4` or `ipv6`.
+    pub family: String,
+    /// MAC address, if known.
+    pub mac: Option<String>,
+    /// The port.
+    pub interface: String,
+    /// `ip neigh`'s state: `REACHABLE`, `STALE`, `INCOMPLETE`, `FAILED`, `PERMANENT`, ….
+    pub state: String,
+    /// Whether the dataplane forwards to it (a usable MAC); otherwise packets to it are punted
+    /// for the kernel to resolve.
+    pub resolved: bool,
+}
+
+/// A host interface and its counters since it was created.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInterfaceRow {
+    /// The port (and the TAP's name).
+    pub interface: String,
+    /// Punted frames written to the TAP.
+    pub punt_frames: u64,
+    /// Punted frames dropped: the TAP's queue towards the kernel was full.
+    pub punt_tap_full: u64,
+    /// Punted frames the TAP refused.
+    pub punt_errors: u64,
+    /// Frames the kernel sent on the TAP, handed to the dataplane.
+    pub inject_frames: u64,
+    /// Frames the kernel sent that the dataplane could not take (its inject ring full).
+    pub inject_refused: u64,
+    /// Failed reads of the TAP.
+    pub read_errors: u64,
+    /// The dataplane's own counts for the port: frames it enqueued from the control plane.
+    pub dataplane_inject_frames: u64,
+    /// Frames from the control plane it dropped (rate limit, buffer, queue).
+    pub dataplane_inject_drops: u64,
+    /// Packets received on the port and routed by the dataplane (SAI
+    /// `ROUTER_INTERFACE_STAT_IN_PACKETS`, SONiC `show interfaces counters rif` RX_OK).
+    pub rif_in_packets: u64,
+    /// Bytes of those.
+    pub rif_in_octets: u64,
+    /// Packets routed out of the port (`ROUTER_INTERFACE_STAT_OUT_PACKETS`, TX_OK).
+    pub rif_out_packets: u64,
+    /// Bytes of those.
+    pub rif_out_octets: u64,
+}
+
+/// `show host-interfaces`: every host interface, and what was punted on ports without one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInterfacesView {
+    /// Host interfaces (routed ports).
+    pub interfaces: Vec<HostInterfaceRow>,
+    /// Punted frames dropped because their port has no host interface, by punt reason.
+    pub punted_unconsumed: BTreeMap<String, u64>,
 }
 
 /// The running configuration.
