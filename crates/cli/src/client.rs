@@ -4,9 +4,10 @@
 use crate::table::{thousands, Table};
 use clap::{Args, Subcommand, ValueEnum};
 use headroom_runtime::protocol::{
-    CaptureRequest, Change, Clear, FdbRow, PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow,
-    PgCountersRow, PgDropRow, PgWatermarkKind, PoolWatermarkRow, PortSummary, PortstatRow,
-    QueueCounters, QueueWatermarkKind, Request, Response, RunningConfig, Show, WatermarkRow,
+    CaptureRequest, Change, Clear, FdbRow, HostInterfacesView, IpNeighborRow, IpRouteTable,
+    PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow, PgCountersRow, PgDropRow,
+    PgWatermarkKind, PoolWatermarkRow, PortSummary, PortstatRow, QueueCounters, QueueWatermarkKind,
+    Request, Response, RunningConfig, Show, WatermarkRow,
 };
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -332,6 +333,15 @@ pub(crate) enum ShowCommand {
     Ports,
     /// The MAC table.
     Fdb,
+    /// Routing (routed ports, `vlan_mode = "routed"`): the FIB mirrored from the kernel and
+    /// its neighbours.
+    Ip {
+        #[command(subcommand)]
+        what: IpWhat,
+    },
+    /// The routed ports' host interfaces (TAPs): frames punted to the kernel and sent by it,
+    /// and the ports' routed packets (SONiC `show interfaces counters rif`).
+    HostInterfaces,
     /// The running configuration with its derived values.
     Config,
     /// Everything numeric at once, as JSON (what `headroom top` reads): port, PFC, queue and
@@ -349,6 +359,15 @@ pub(crate) enum PfcWhat {
     Counters,
     /// Lossless priorities per port.
     Priority,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum IpWhat {
+    /// The routes the dataplane forwards with (SONiC/FRR `show ip route`, IPv4 and IPv6),
+    /// and the netlink mirror's counters.
+    Route,
+    /// The kernel's ARP and ND entries on the routed ports (SONiC `show arp`, `show ndp`).
+    Neighbors,
 }
 
 #[derive(Debug, Subcommand)]
@@ -424,6 +443,72 @@ pub(crate) enum PfcwdWhat {
         #[arg(long)]
         check_storm: bool,
     },
+}
+
+/// FRR's `show ip route` layout (which SONiC's is): a legend, then one line per path.
+fn print_routes(table: &IpRouteTable) {
+    if !table.mirror.enabled {
+        sayln!("No routed port (vlan_mode = \"routed\"): nothing is mirrored.");
+        return;
+    }
+    sayln!(
+        "Codes: K - kernel route, C - connected, S - static, B - BGP, O - OSPF, I - IS-IS,\n       \
+         R - RIP, L - local (to the switch)\n       \
+         > - selected route, * - in the dataplane's FIB, q - punted to the kernel\n"
+    );
+    for r in &table.routes {
+        let fib = if r.action == "kernel" { "q" } else { "*" };
+        let head = format!("{}>{fib} {}", r.code, r.prefix);
+        match r.action.as_str() {
+            "local" => sayln!("{head} is local (to the switch)"),
+            "blackhole" => sayln!("{head} unreachable (blackhole)"),
+            "kernel" => sayln!(
+                "{head} punted to the kernel{}",
+                r.reason
+                    .as_ref()
+                    .map(|why| format!(" ({why})"))
+                    .unwrap_or_default()
+            ),
+            _ => {
+                for (i, h) in r.next_hops.iter().enumerate() {
+                    let lead = if i == 0 {
+                        head.clone()
+                    } else {
+                        format!("{:width$}*", "", width = head.find(' ').unwrap_or(3) - 1)
+                    };
+                    let via = h.via.as_ref().map_or_else(
+                        || "is directly connected".to_owned(),
+                        |g| format!("via {g}"),
+                    );
+                    let neighbour = if h.via.is_some() && h.mac.is_none() {
+                        " (unresolved)"
+                    } else {
+                        ""
+                    };
+                    let weight = h
+                        .weight
+                        .map(|w| format!(", weight {w}"))
+                        .unwrap_or_default();
+                    sayln!("{lead} {via}, {}{neighbour}{weight}", h.interface);
+                }
+            }
+        }
+    }
+    let m = &table.mirror;
+    sayln!(
+        "\nMirror: {} IPv4 and {} IPv6 routes, {} next hops, {} ECMP groups; {} netlink messages, \
+         {} resyncs, {} overruns, {} decode errors, {} FIB refusals; {} FIBs published",
+        m.routes_v4,
+        m.routes_v6,
+        m.next_hops,
+        m.ecmp_groups,
+        m.messages,
+        m.resyncs,
+        m.overruns,
+        m.decode_errors,
+        m.fib_refused,
+        m.published
+    );
 }
 
 fn print_json(value: &serde_json::Value) {
@@ -766,6 +851,79 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                     sayln!("\nReceived, not acted on (frames still counted above):");
                     for r in ignored {
                         sayln!("{r}");
+                    }
+                }
+            }
+        }
+        ShowCommand::Ip {
+            what: IpWhat::Route,
+        } => {
+            let (table, raw): (IpRouteTable, _) = target.fetch(&req(Show::IpRoute))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                print_routes(&table);
+            }
+        }
+        ShowCommand::Ip {
+            what: IpWhat::Neighbors,
+        } => {
+            let (rows, raw): (Vec<IpNeighborRow>, _) = target.fetch(&req(Show::IpNeighbors))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t =
+                    Table::new(["Address", "MacAddress", "Iface", "Vlan", "Status"]).left_all();
+                for r in &rows {
+                    t.row([
+                        r.address.clone(),
+                        r.mac.clone().unwrap_or_else(|| "-".into()),
+                        r.interface.clone(),
+                        "-".into(),
+                        r.state.clone(),
+                    ]);
+                }
+                say!("{t}");
+                sayln!("Total number of entries {}", rows.len());
+            }
+        }
+        ShowCommand::HostInterfaces => {
+            let (view, raw): (HostInterfacesView, _) = target.fetch(&req(Show::HostInterfaces))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                let mut t = Table::new([
+                    "IFACE",
+                    "PUNT_OK",
+                    "PUNT_DRP",
+                    "PUNT_ERR",
+                    "INJECT_OK",
+                    "INJECT_DRP",
+                    "RIF_RX_OK",
+                    "RIF_TX_OK",
+                ]);
+                for r in &view.interfaces {
+                    t.row([
+                        r.interface.clone(),
+                        thousands(r.punt_frames),
+                        thousands(r.punt_tap_full),
+                        thousands(r.punt_errors + r.read_errors),
+                        thousands(r.dataplane_inject_frames),
+                        thousands(r.inject_refused + r.dataplane_inject_drops),
+                        thousands(r.rif_in_packets),
+                        thousands(r.rif_out_packets),
+                    ]);
+                }
+                say!("{t}");
+                let unconsumed: Vec<_> = view
+                    .punted_unconsumed
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .collect();
+                if !unconsumed.is_empty() {
+                    sayln!("\nPunted on ports without a host interface (dropped):");
+                    for (reason, n) in unconsumed {
+                        sayln!("  {reason} {}", thousands(*n));
                     }
                 }
             }

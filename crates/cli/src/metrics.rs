@@ -124,6 +124,179 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
     render_with_endpoint(control, running, None)
 }
 
+/// Punts by reason, the host interfaces, the routed ports' counters and the netlink mirror.
+/// The dataplane's punt and routed counters restart with a reconfiguration (they are not in the
+/// ledgers yet); the host interfaces' and the mirror's run since the switch started.
+fn render_routing(o: &mut Out, control: &ControlPlane, running: &Running, names: &[&str]) {
+    use headroom_core::punt::PuntReason;
+    let shared = running.shared();
+    let side_sum =
+        |port: usize, f: &dyn Fn(&headroom_core::counters::IngressPortCounters) -> u64| {
+            shared
+                .ingress_counters
+                .iter()
+                .filter_map(|side| side.ports.get(port))
+                .map(f)
+                .sum::<u64>()
+        };
+    o.family(
+        "headroom_port_punt_frames_total",
+        "counter",
+        "Frames received on the port and punted to the control plane, by punt reason (SONiC trap).",
+    );
+    for (p, name) in names.iter().enumerate() {
+        for r in PuntReason::ALL {
+            o.sample(
+                "headroom_port_punt_frames_total",
+                &[("port", name), ("reason", r.name())],
+                side_sum(p, &|c| c.punt_frames[r.index()].get()),
+            );
+        }
+    }
+    o.family(
+        "headroom_port_punt_drops_total",
+        "counter",
+        "Frames for the control plane dropped at the port (CoPP rate limit or punt queue full), by punt reason.",
+    );
+    for (p, name) in names.iter().enumerate() {
+        for r in PuntReason::ALL {
+            o.sample(
+                "headroom_port_punt_drops_total",
+                &[("port", name), ("reason", r.name())],
+                side_sum(p, &|c| c.punt_drops[r.index()].get()),
+            );
+        }
+    }
+    o.family(
+        "headroom_punted_unconsumed_total",
+        "counter",
+        "Punted frames dropped because their port has no host interface, by punt reason.",
+    );
+    let unconsumed = running.punted_unconsumed();
+    for r in PuntReason::ALL {
+        o.sample(
+            "headroom_punted_unconsumed_total",
+            &[("reason", r.name())],
+            unconsumed[r.index()],
+        );
+    }
+    let Some(host) = control.host_interfaces() else {
+        return;
+    };
+    let rows = host.rows(shared);
+    type RowMetric = (
+        &'static str,
+        &'static str,
+        fn(&headroom_runtime::protocol::HostInterfaceRow) -> u64,
+    );
+    let per_interface: [RowMetric; 10] = [
+        ("headroom_host_interface_punt_frames_total", "Punted frames written to the port's host interface (TAP).", |r| r.punt_frames),
+        ("headroom_host_interface_punt_tap_full_total", "Punted frames dropped: the host interface's queue towards the kernel was full.", |r| r.punt_tap_full),
+        ("headroom_host_interface_punt_errors_total", "Punted frames the host interface refused.", |r| r.punt_errors),
+        ("headroom_host_interface_inject_frames_total", "Frames the kernel sent on the host interface, handed to the dataplane.", |r| r.inject_frames),
+        ("headroom_host_interface_inject_refused_total", "Frames the kernel sent that the dataplane could not take (inject ring full).", |r| r.inject_refused),
+        ("headroom_host_interface_read_errors_total", "Failed reads of the host interface.", |r| r.read_errors),
+        ("headroom_rif_in_packets_total", "Packets received on the routed port and routed (SAI ROUTER_INTERFACE_STAT_IN_PACKETS).", |r| r.rif_in_packets),
+        ("headroom_rif_in_octets_total", "Bytes of those (ROUTER_INTERFACE_STAT_IN_OCTETS).", |r| r.rif_in_octets),
+        ("headroom_rif_out_packets_total", "Packets routed out of the port (ROUTER_INTERFACE_STAT_OUT_PACKETS).", |r| r.rif_out_packets),
+        ("headroom_rif_out_octets_total", "Bytes of those (ROUTER_INTERFACE_STAT_OUT_OCTETS).", |r| r.rif_out_octets),
+    ];
+    for (name, help, f) in per_interface {
+        o.family(name, "counter", help);
+        for r in &rows {
+            o.sample(name, &[("port", &r.interface)], f(r));
+        }
+    }
+    let m = host.mirror_summary();
+    let mirror: [(&str, &str, &str, u64); 11] = [
+        (
+            "headroom_route_mirror_messages_total",
+            "counter",
+            "Netlink messages the FIB mirror applied (dumps and notifications).",
+            m.messages,
+        ),
+        (
+            "headroom_route_mirror_resyncs_total",
+            "counter",
+            "Full resynchronisations of the FIB mirror (initial dump, link changes, overruns).",
+            m.resyncs,
+        ),
+        (
+            "headroom_route_mirror_overruns_total",
+            "counter",
+            "Netlink overruns (ENOBUFS: notifications lost), each repaired by a resync.",
+            m.overruns,
+        ),
+        (
+            "headroom_route_mirror_decode_errors_total",
+            "counter",
+            "Netlink messages the mirror could not decode.",
+            m.decode_errors,
+        ),
+        (
+            "headroom_route_mirror_fib_refused_total",
+            "counter",
+            "Route changes the FIB refused (a table full).",
+            m.fib_refused,
+        ),
+        (
+            "headroom_route_mirror_next_hops",
+            "gauge",
+            "Next hops in the FIB (the three fixed ones included).",
+            m.next_hops,
+        ),
+        (
+            "headroom_route_mirror_ecmp_groups",
+            "gauge",
+            "ECMP groups in the FIB.",
+            m.ecmp_groups,
+        ),
+        (
+            "headroom_fib_published_total",
+            "counter",
+            "FIB snapshots published to the lcores.",
+            m.published,
+        ),
+        (
+            "headroom_fib_publish_waits_total",
+            "counter",
+            "Control-loop turns a FIB publication waited for an lcore to return the spare copy.",
+            m.publish_waits,
+        ),
+        (
+            "headroom_fib_send_refused_total",
+            "counter",
+            "FIB snapshots an lcore's ring refused (retried).",
+            m.send_refused,
+        ),
+        (
+            "headroom_route_mirror_netlink_errors_total",
+            "counter",
+            "Failed netlink polls of the mirror (retried).",
+            m.netlink_errors,
+        ),
+    ];
+    for (name, kind, help, value) in mirror {
+        o.family(name, kind, help);
+        o.sample(name, &[], value);
+    }
+    o.family(
+        "headroom_route_mirror_routes",
+        "gauge",
+        "Prefixes installed in the FIB, by family.",
+    );
+    o.sample(
+        "headroom_route_mirror_routes",
+        &[("family", "ipv4")],
+        m.routes_v4,
+    );
+    o.sample(
+        "headroom_route_mirror_routes",
+        &[("family", "ipv6")],
+        m.routes_v6,
+    );
+}
+
 /// The metrics page, with the endpoint's own counters when served over HTTP.
 fn render_with_endpoint(
     control: &ControlPlane,
@@ -248,6 +421,7 @@ fn render_with_endpoint(
             );
         }
     }
+    render_routing(&mut o, control, running, &names);
     o.family(
         "headroom_pfc_rx_frames_total",
         "counter",

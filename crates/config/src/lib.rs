@@ -31,11 +31,11 @@ pub use headroom::{
     CABLE_SIGNAL_SPEED_METRES_PER_SECOND,
 };
 pub use model::{
-    BufferPool, BufferProfile, Config, Dpdk, Driver, EcmpHashAlgorithm, EcnMode, FaultInjection, FrameFaults,
-    HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction, PfcWdGlobal,
-    Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps, Queue, Routing, Runtime,
-    Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode, Trust, Vlan,
-    WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    BufferPool, BufferProfile, Config, Dpdk, Driver, EcmpHashAlgorithm, EcnMode, FaultInjection,
+    FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction,
+    PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps,
+    Queue, Routing, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold,
+    ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 pub use params::{
     fdb_aging_ns, FDB_CAPACITY, FRAME_POOL_FRAMES_MAX, FRAME_POOL_FRAMES_MIN, MAX_POOLS, MAX_PORTS,

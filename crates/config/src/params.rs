@@ -18,8 +18,8 @@ use headroom_core::route::{EcmpHash, EcmpHashAlgorithm as CoreEcmpHashAlgorithm,
 use headroom_core::types::{PgIndex, PortId, Priority, PrioritySet, QueueIndex, TrafficClass};
 
 use crate::model::{
-    BufferProfile, Config, EcmpHashAlgorithm, PfcWdAction, PoolDirection, Port, QosMaps, Queue, SchedulerKind,
-    Threshold, Trust, Vlan,
+    BufferProfile, Config, EcmpHashAlgorithm, PfcWdAction, PoolDirection, Port, QosMaps, Queue,
+    SchedulerKind, Threshold, Trust, Vlan,
 };
 
 /// MAC table entries per ingress side (not configurable yet).

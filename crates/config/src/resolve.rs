@@ -13,17 +13,17 @@ use crate::defaults::{self as def, AZURE};
 use crate::error::{join_key, Diagnostic, Diagnostics};
 use crate::headroom::{compute_headroom, HeadroomConstants, HeadroomPort, HeadroomValues};
 use crate::model::{
-    tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcnMode, FaultInjection,
-    FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction,
-    PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps,
-    Queue, Routing, EcmpHashAlgorithm, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold, ThresholdMode,
-    Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    tc_of_priority, BufferPool, BufferProfile, Config, Dpdk, Driver, EcmpHashAlgorithm, EcnMode,
+    FaultInjection, FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel,
+    PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup,
+    QosMaps, Queue, Routing, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing,
+    Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 use crate::params::{MAX_POOLS, MAX_PORTS};
 use crate::schema::{
-    IntList, RawConfig, RawDriver, RawEcn, RawHeadroom, RawLldpAdminStatus, RawLogFormat,
-    RawLogLevel, RawPfcWdAction, RawPolling, RawPoolMode, RawPoolType, RawPort, RawPortPfcWd,
-    RawQueue, RawEcmpHashAlgorithm, RawSchedulerType, RawTrust, RawVlanMode, RawWred,
+    IntList, RawConfig, RawDriver, RawEcmpHashAlgorithm, RawEcn, RawHeadroom, RawLldpAdminStatus,
+    RawLogFormat, RawLogLevel, RawPfcWdAction, RawPolling, RawPoolMode, RawPoolType, RawPort,
+    RawPortPfcWd, RawQueue, RawSchedulerType, RawTrust, RawVlanMode, RawWred,
 };
 use crate::values::{
     check_linux_ifname, in_range, mac_add, parse_cable_length_m, parse_index_range, parse_int_list,
@@ -2138,13 +2138,9 @@ impl Resolver<'_, '_> {
         let count = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         let ecmp_hash_seed = match raw.ecmp_hash_seed {
             None => def::ecmp_hash_seed(&switch.name, switch.mac),
-            Some(v) => to_u32(self.ranged(
-                Some(v),
-                "routing.ecmp_hash_seed",
-                0,
-                i64::from(u32::MAX),
-                0,
-            )),
+            Some(v) => {
+                to_u32(self.ranged(Some(v), "routing.ecmp_hash_seed", 0, i64::from(u32::MAX), 0))
+            }
         };
         let ecmp_hash_rotation = to_u8(self.ranged(
             raw.ecmp_hash_rotation,
@@ -2171,20 +2167,39 @@ impl Resolver<'_, '_> {
                 None => default,
                 Some(v @ (8 | 16 | 24)) => to_u8(v),
                 Some(v) => {
-                    self.d.error(key, format!("{v}: the first level is 8, 16 or 24 bits wide"));
+                    self.d.error(
+                        key,
+                        format!("{v}: the first level is 8, 16 or 24 bits wide"),
+                    );
                     default
                 }
             }
         };
-        let ipv4_lpm_top_bits =
-            top_bits(raw.ipv4_lpm_top_bits, "routing.ipv4_lpm_top_bits", fib.ipv4_top_bits);
-        let ipv6_lpm_top_bits =
-            top_bits(raw.ipv6_lpm_top_bits, "routing.ipv6_lpm_top_bits", fib.ipv6_top_bits);
+        let ipv4_lpm_top_bits = top_bits(
+            raw.ipv4_lpm_top_bits,
+            "routing.ipv4_lpm_top_bits",
+            fib.ipv4_top_bits,
+        );
+        let ipv6_lpm_top_bits = top_bits(
+            raw.ipv6_lpm_top_bits,
+            "routing.ipv6_lpm_top_bits",
+            fib.ipv6_top_bits,
+        );
         let mut sized = |value: Option<i64>, key: &str, min: i64, default: usize| -> u32 {
             to_u32(self.ranged(value, key, min, 16_777_216, count(default)))
         };
-        let max_ipv4_routes = sized(raw.max_ipv4_routes, "routing.max_ipv4_routes", 1, fib.max_ipv4_routes);
-        let max_ipv6_routes = sized(raw.max_ipv6_routes, "routing.max_ipv6_routes", 1, fib.max_ipv6_routes);
+        let max_ipv4_routes = sized(
+            raw.max_ipv4_routes,
+            "routing.max_ipv4_routes",
+            1,
+            fib.max_ipv4_routes,
+        );
+        let max_ipv6_routes = sized(
+            raw.max_ipv6_routes,
+            "routing.max_ipv6_routes",
+            1,
+            fib.max_ipv6_routes,
+        );
         let max_ipv4_lpm_groups = sized(
             raw.max_ipv4_lpm_groups,
             "routing.max_ipv4_lpm_groups",
@@ -2198,8 +2213,18 @@ impl Resolver<'_, '_> {
             fib.max_ipv6_groups,
         );
         // The three fixed next hops (local, blackhole, kernel) and at least one neighbour.
-        let max_next_hops = sized(raw.max_next_hops, "routing.max_next_hops", 4, fib.max_next_hops);
-        let max_ecmp_groups = sized(raw.max_ecmp_groups, "routing.max_ecmp_groups", 1, fib.max_ecmp_groups);
+        let max_next_hops = sized(
+            raw.max_next_hops,
+            "routing.max_next_hops",
+            4,
+            fib.max_next_hops,
+        );
+        let max_ecmp_groups = sized(
+            raw.max_ecmp_groups,
+            "routing.max_ecmp_groups",
+            1,
+            fib.max_ecmp_groups,
+        );
         let netlink_receive_buffer_bytes = to_u32(self.ranged(
             raw.netlink_receive_buffer_bytes,
             "routing.netlink_receive_buffer_bytes",

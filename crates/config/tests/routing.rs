@@ -4,7 +4,8 @@ mod common;
 use common::{assert_has_prefix, errors, ok, PORT};
 use headroom_config::{EcmpHashAlgorithm, Vlan};
 
-const ROUTED: &str = "[port.Ethernet0]\ndevice = \"eth0\"\nspeed = \"10G\"\nvlan_mode = \"routed\"\n\
+const ROUTED: &str =
+    "[port.Ethernet0]\ndevice = \"eth0\"\nspeed = \"10G\"\nvlan_mode = \"routed\"\n\
                       [port.Ethernet4]\ndevice = \"eth1\"\nspeed = \"10G\"\n";
 
 #[test]
@@ -12,9 +13,17 @@ fn a_routed_port_takes_the_switch_mac_as_its_router_mac_and_bridged_ports_keep_t
     let text = format!("[switch]\nmac = \"02:aa:00:00:00:00\"\n{ROUTED}");
     let (config, _) = ok(&text);
     assert_eq!(config.ports[0].vlan, Vlan::Routed);
-    assert_eq!(config.ports[0].mac, [0x02, 0xaa, 0, 0, 0, 0], "SONiC: DEVICE_METADATA.mac");
+    assert_eq!(
+        config.ports[0].mac,
+        [0x02, 0xaa, 0, 0, 0, 0],
+        "SONiC: DEVICE_METADATA.mac"
+    );
     assert_eq!(config.ports[1].vlan, Vlan::Access { vlan_id: 1 });
-    assert_eq!(config.ports[1].mac, [0x02, 0xaa, 0, 0, 0, 2], "switch MAC + 1 + index");
+    assert_eq!(
+        config.ports[1].mac,
+        [0x02, 0xaa, 0, 0, 0, 2],
+        "switch MAC + 1 + index"
+    );
     assert!(config.has_routed_ports());
     // A routed port may name its own router MAC.
     let text = format!("{ROUTED}mac = \"02:bb:00:00:00:01\"\n");
@@ -48,9 +57,8 @@ fn vlan_keys_on_a_routed_port_are_refused_with_their_key() {
 
 #[test]
 fn a_static_fdb_entry_on_a_routed_port_is_refused() {
-    let text = format!(
-        "{ROUTED}[[fdb.static]]\nmac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\n"
-    );
+    let text =
+        format!("{ROUTED}[[fdb.static]]\nmac = \"02:00:00:00:00:01\"\nport = \"Ethernet0\"\n");
     let errors = errors(&text);
     assert_has_prefix(
         &errors,
@@ -104,8 +112,20 @@ fn routing_keys_are_read_and_checked() {
     assert_has_prefix(&errors, "t.toml:9:1: routing.salt: unknown field `salt`");
     let good_but_unknown_key_removed = bad.replace("salt = 1\n", "");
     let errors = common::errors(&good_but_unknown_key_removed);
-    assert_has_prefix(&errors, "t.toml:5:22: routing.ecmp_hash_rotation: 32 is out of range 0..=31");
-    assert_has_prefix(&errors, "t.toml:6:22: routing.ecmp_group_buckets: 100 is not a power of two");
-    assert_has_prefix(&errors, "t.toml:7:21: routing.ipv4_lpm_top_bits: 20: the first level");
-    assert_has_prefix(&errors, "t.toml:8:17: routing.max_next_hops: 3 is out of range 4..=");
+    assert_has_prefix(
+        &errors,
+        "t.toml:5:22: routing.ecmp_hash_rotation: 32 is out of range 0..=31",
+    );
+    assert_has_prefix(
+        &errors,
+        "t.toml:6:22: routing.ecmp_group_buckets: 100 is not a power of two",
+    );
+    assert_has_prefix(
+        &errors,
+        "t.toml:7:21: routing.ipv4_lpm_top_bits: 20: the first level",
+    );
+    assert_has_prefix(
+        &errors,
+        "t.toml:8:17: routing.max_next_hops: 3 is out of range 4..=",
+    );
 }

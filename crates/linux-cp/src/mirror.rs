@@ -666,9 +666,7 @@ impl Mirror {
 
     /// Every prefix installed, in prefix order, with its target and why it goes to the kernel
     /// if it does (for `show ip route`).
-    pub fn routes(
-        &self,
-    ) -> impl Iterator<Item = (Prefix, RouteTarget, Option<KernelReason>)> + '_ {
+    pub fn routes(&self) -> impl Iterator<Item = (Prefix, RouteTarget, Option<KernelReason>)> + '_ {
         self.installed
             .iter()
             .map(|(prefix, i)| (*prefix, i.target, i.reason))

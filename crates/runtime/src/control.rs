@@ -405,7 +405,9 @@ impl ControlPlane {
 
     /// The FIB a dataplane starts with (`None` without routed ports).
     pub fn fib(&mut self) -> Option<Arc<headroom_core::route::Fib>> {
-        self.host.as_mut().map(crate::host_interfaces::HostInterfaces::fib)
+        self.host
+            .as_mut()
+            .map(crate::host_interfaces::HostInterfaces::fib)
     }
 
     /// The host interfaces, if any.

@@ -72,7 +72,10 @@ impl PuntRings {
     /// Takes every punted frame waiting and shows it to `consumer`; each it does not take
     /// (`false`) is counted as unconsumed (by reason) and dropped. Returns how many were taken
     /// from the rings.
-    pub fn drain_to(&mut self, consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool) -> usize {
+    pub fn drain_to(
+        &mut self,
+        consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool,
+    ) -> usize {
         let mut taken = 0;
         let mut dropped = 0;
         let unconsumed = &mut self.unconsumed;

@@ -167,7 +167,9 @@ impl HostInterfaces {
             fib: config.fib_config(),
         };
         let linux_cp = LinuxCp::open(
-            wanted.iter().map(|(port, name, _, _)| (name.clone(), *port)),
+            wanted
+                .iter()
+                .map(|(port, name, _, _)| (name.clone(), *port)),
             cp_config,
         )
         .map_err(|e| format!("netlink mirror: {e}"))?;
@@ -191,9 +193,13 @@ impl HostInterfaces {
     pub fn fits(&self, config: &Config) -> bool {
         let wanted = wanted(config);
         wanted.len() == self.ports.len()
-            && wanted.iter().zip(&self.ports).all(|((port, name, mac, mtu), h)| {
-                *port == h.port && name == h.tap.name() && *mac == h.mac && *mtu == h.mtu
-            }) && self.by_port.len() == config.ports.len()
+            && wanted
+                .iter()
+                .zip(&self.ports)
+                .all(|((port, name, mac, mtu), h)| {
+                    *port == h.port && name == h.tap.name() && *mac == h.mac && *mtu == h.mtu
+                })
+            && self.by_port.len() == config.ports.len()
     }
 
     /// The FIB a new dataplane starts with (the last published).
@@ -336,10 +342,7 @@ impl HostInterfaces {
 ///
 /// # Errors
 /// See [`HostInterfaces::open`].
-pub fn reconcile(
-    current: &mut Option<HostInterfaces>,
-    config: &Config,
-) -> Result<(), String> {
+pub fn reconcile(current: &mut Option<HostInterfaces>, config: &Config) -> Result<(), String> {
     let fits = match current {
         Some(h) => h.fits(config),
         None => !config.has_routed_ports(),
@@ -427,8 +430,8 @@ impl HostInterfaces {
                     ),
                 };
                 let kernel_route = mirror.model().route(prefix);
-                let connected = kernel_route
-                    .is_some_and(|r| r.paths.iter().all(|p| p.gateway.is_none()));
+                let connected =
+                    kernel_route.is_some_and(|r| r.paths.iter().all(|p| p.gateway.is_none()));
                 let (protocol, code) = match (kernel_route, action) {
                     (_, "local") => ("local".to_owned(), "L"),
                     (Some(r), _) => protocol_name(r.protocol, connected),
@@ -444,30 +447,37 @@ impl HostInterfaces {
                 }
             })
             .collect();
+        IpRouteTable {
+            mirror: self.mirror_summary(),
+            routes,
+        }
+    }
+
+    /// The mirror's and the FIB hand-over's counters.
+    #[must_use]
+    pub fn mirror_summary(&self) -> RouteMirrorSummary {
+        let fib = self.linux_cp.mirror().fib();
         let s = self.linux_cp.stats();
         let c = self.fib;
         let count = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
-        IpRouteTable {
-            mirror: RouteMirrorSummary {
-                enabled: true,
-                messages: s.messages,
-                resyncs: s.resyncs,
-                overruns: s.overruns,
-                decode_errors: s.decode_errors,
-                fib_refused: s.fib_refused,
-                routes_v4: count(s.routes_v4),
-                routes_v6: count(s.routes_v6),
-                routes_via_foreign_interface: count(s.routes_via_foreign_interface),
-                routes_missing_nexthop: count(s.routes_missing_nexthop),
-                routes_fib_full: count(s.routes_fib_full),
-                next_hops: count(fib.next_hop_count()),
-                ecmp_groups: count(fib.ecmp_group_count()),
-                published: c.published,
-                publish_waits: c.publish_waits,
-                send_refused: c.send_refused,
-                netlink_errors: c.netlink_errors,
-            },
-            routes,
+        RouteMirrorSummary {
+            enabled: true,
+            messages: s.messages,
+            resyncs: s.resyncs,
+            overruns: s.overruns,
+            decode_errors: s.decode_errors,
+            fib_refused: s.fib_refused,
+            routes_v4: count(s.routes_v4),
+            routes_v6: count(s.routes_v6),
+            routes_via_foreign_interface: count(s.routes_via_foreign_interface),
+            routes_missing_nexthop: count(s.routes_missing_nexthop),
+            routes_fib_full: count(s.routes_fib_full),
+            next_hops: count(fib.next_hop_count()),
+            ecmp_groups: count(fib.ecmp_group_count()),
+            published: c.published,
+            publish_waits: c.publish_waits,
+            send_refused: c.send_refused,
+            netlink_errors: c.netlink_errors,
         }
     }
 
