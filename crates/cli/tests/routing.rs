@@ -1,0 +1,293 @@
+//! Routed ports end to end: one switch in namespace S with two routed ports (`vlan_mode =
+//! "routed"`) on veths to hosts h0 (10.1.0.0/31, the switch 10.1.0.1) and h1 (10.2.0.0/31, the
+//! switch 10.2.0.1); the addresses are the kernel's, on the host interfaces (TAPs) headroom
+//! creates, and the kernel forwards too (IP forwarding on). Shown:
+//! * h0 pings the switch: the echo request is punted (ip2me) to the TAP, the kernel's reply is
+//!   injected out of the port; ARP goes the same way.
+//! * h0 → h1 is routed by headroom, not by the kernel: the packets arrive at h1 with TTL − 1 and
+//!   a valid IPv4 checksum (tshark), S's `Ip: ForwDatagrams` stays flat and the ports' routed
+//!   counters (rif) rise.
+//! * `ip route add`/`del` in S takes effect in the dataplane; the time until traffic follows is
+//!   printed (target < 100 ms), the assertion is generous (< 2 s) to stay robust on a loaded
+//!   2-CPU VM.
+
+mod common;
+
+use common::lab_config::{port_name, HOST_DEVICE};
+use common::{eventually, require, run_ok, Background, Capture, Lab, RawSocket, HEADROOM};
+use std::net::Ipv4Addr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn json(lab: &Lab, args: &[&str]) -> serde_json::Value {
+    let mut all = args.to_vec();
+    all.extend(["--json", "--lab", lab.prefix()]);
+    let o = run_ok(Command::new(HEADROOM).args(&all));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Runs `program args...` in the switch's namespace S.
+fn switch_run(lab: &Lab, program: &str, args: &[&str]) -> String {
+    let out = run_ok(
+        Command::new("ip")
+            .args(["netns", "exec", &lab.switch_ns(), program])
+            .args(args),
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `Ip: ForwDatagrams` of /proc/net/snmp in S: datagrams the kernel forwarded.
+fn kernel_forwarded(lab: &Lab) -> u64 {
+    let snmp = switch_run(lab, "cat", &["/proc/net/snmp"]);
+    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
+    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
+    let column = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .expect("ForwDatagrams in /proc/net/snmp");
+    values
+        .split_whitespace()
+        .nth(column)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The host interface row of `port` in `show host-interfaces --json`.
+fn host_interface(lab: &Lab, port: &str) -> serde_json::Value {
+    let view = json(lab, &["show", "host-interfaces"]);
+    view["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["interface"] == port)
+        .unwrap_or_else(|| panic!("no host interface {port}: {view:#}"))
+        .clone()
+}
+
+fn counter(row: &serde_json::Value, key: &str) -> u64 {
+    row[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} in {row:#}"))
+}
+
+/// The IPv4 destination of an untagged IPv4 frame.
+fn ipv4_destination(frame: &[u8]) -> Option<Ipv4Addr> {
+    (frame.get(12..14)? == [0x08, 0x00])
+        .then(|| Ipv4Addr::new(frame[30], frame[31], frame[32], frame[33]))
+}
+
+#[test]
+fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_changes() {
+    require(&["ping", "tcpdump", "tshark", "sysctl", "cat"]);
+    let lab = Lab::up(2, "1G");
+    let (h0, h1) = (port_name(0), port_name(1));
+
+    // The lab's configuration with both ports routed (and no static FDB: routed ports learn
+    // no stations).
+    let mut spec = lab.spec.clone();
+    spec.static_fdb = false;
+    let generated = spec.config_toml();
+    let routed = generated.replace(
+        "vlan_mode = \"access\"\naccess_vlan = 1\n",
+        "vlan_mode = \"routed\"\n",
+    );
+    assert_ne!(routed, generated, "the lab's VLAN keys moved");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("routed.toml");
+    std::fs::write(&path, routed).unwrap();
+
+    // Hosts: a /31 each, routes via the switch.
+    for (i, own, peer_net, other) in [
+        (0, "10.1.0.0/31", "10.1.0.1", "10.2.0.0/31"),
+        (1, "10.2.0.0/31", "10.2.0.1", "10.1.0.0/31"),
+    ] {
+        lab.host_run(i, "ip", &["addr", "flush", "dev", HOST_DEVICE]);
+        lab.host_run(i, "ip", &["addr", "add", own, "dev", HOST_DEVICE]);
+        lab.host_run(i, "ip", &["route", "add", other, "via", peer_net]);
+        if i == 0 {
+            lab.host_run(i, "ip", &["route", "add", "10.9.0.0/24", "via", peer_net]);
+        }
+    }
+
+    let switch = lab.start_switch_args(&["--config", path.to_str().unwrap()]);
+    // The host interfaces exist, named as the ports; the kernel's side of the router.
+    switch_run(&lab, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
+    switch_run(&lab, "ip", &["addr", "add", "10.1.0.1/31", "dev", &h0]);
+    switch_run(&lab, "ip", &["addr", "add", "10.2.0.1/31", "dev", &h1]);
+    let link = switch_run(&lab, "ip", &["-br", "link", "show", "dev", &h0]);
+    assert!(
+        link.contains("UP") && link.contains("02:68:72:00:00:00"),
+        "{h0} is not up with the switch MAC: {link}"
+    );
+
+    // 1. The switch answers a ping itself: ARP and the echo request are punted to the TAP,
+    // the kernel's answers injected.
+    lab.host_run(0, "ping", &["-c", "3", "-i", "0.2", "-W", "2", "10.1.0.1"]);
+    let row = host_interface(&lab, &h0);
+    assert!(
+        counter(&row, "punt_frames") >= 4 && counter(&row, "inject_frames") >= 4,
+        "ARP and ICMP did not go through the host interface: {row:#}"
+    );
+    assert!(counter(&row, "dataplane_inject_frames") >= 4, "{row:#}");
+
+    // 2. h0 → h1, routed. The first packets resolve h1's neighbour through the kernel
+    // (neighbor_miss); once the mirror has it, the dataplane forwards.
+    lab.host_run(0, "ping", &["-c", "2", "-i", "0.2", "-W", "2", "10.2.0.0"]);
+    let resolved = eventually(Duration::from_secs(5), || {
+        let neighbours = json(&lab, &["show", "ip", "neighbors"]);
+        ["10.1.0.0", "10.2.0.0"].iter().all(|addr| {
+            neighbours
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["address"] == *addr && n["resolved"] == true)
+        })
+    });
+    assert!(
+        resolved,
+        "the mirror never resolved both hosts: {:#}",
+        json(&lab, &["show", "ip", "neighbors"])
+    );
+    let forwarded_before = kernel_forwarded(&lab);
+    let (rif_in_before, rif_out_before) = (
+        counter(&host_interface(&lab, &h0), "rif_in_packets"),
+        counter(&host_interface(&lab, &h1), "rif_out_packets"),
+    );
+    let mut capture = Capture::start(&lab, 1, "icmp", dir.path().join("h1.pcap"));
+    const PINGS: u64 = 20;
+    lab.host_run(
+        0,
+        "ping",
+        &[
+            "-c",
+            &PINGS.to_string(),
+            "-i",
+            "0.05",
+            "-W",
+            "2",
+            "10.2.0.0",
+        ],
+    );
+    capture.stop();
+    let rows = tshark_checked(&capture.file, "icmp.type == 8");
+    assert_eq!(rows.len() as u64, PINGS, "echo requests at h1: {rows:?}");
+    for r in &rows {
+        // h0 sends with TTL 64; one router hop. ip.checksum.status 1 = Good.
+        assert_eq!(
+            r,
+            &["63", "1", "10.1.0.0"],
+            "TTL, checksum status, source: {rows:?}"
+        );
+    }
+    assert_eq!(
+        kernel_forwarded(&lab),
+        forwarded_before,
+        "the kernel forwarded packets headroom should have"
+    );
+    let rif_in = counter(&host_interface(&lab, &h0), "rif_in_packets") - rif_in_before;
+    let rif_out = counter(&host_interface(&lab, &h1), "rif_out_packets") - rif_out_before;
+    assert!(
+        rif_in >= PINGS && rif_out >= PINGS,
+        "routed counters: in {rif_in}, out {rif_out} for {PINGS} pings"
+    );
+
+    // The operator's view of it.
+    let table = json(&lab, &["show", "ip", "route"]);
+    let routes = table["routes"].as_array().unwrap();
+    let route = |prefix: &str| routes.iter().find(|r| r["prefix"] == prefix).cloned();
+    let connected = route("10.2.0.0/31").unwrap_or_else(|| panic!("{table:#}"));
+    assert_eq!(connected["code"], "C", "{connected:#}");
+    assert_eq!(
+        connected["next_hops"][0]["interface"],
+        h1.as_str(),
+        "{connected:#}"
+    );
+    let local = route("10.1.0.1/32").unwrap_or_else(|| panic!("{table:#}"));
+    assert_eq!(local["action"], "local", "{local:#}");
+    assert!(counter(&table["mirror"], "published") >= 1, "{table:#}");
+    let text = run_ok(Command::new(HEADROOM).args(["show", "ip", "route", "--lab", lab.prefix()]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("C>* 10.2.0.0/31 is directly connected, Ethernet1"),
+        "{text}"
+    );
+
+    // 3. Route changes: h0 streams pings to 10.9.0.1 (nobody's address: only the forwarding
+    // matters), h1 watches its wire.
+    let watch = RawSocket::open(&lab.host_ns(1), HOST_DEVICE, 0x0800);
+    let target = Ipv4Addr::new(10, 9, 0, 1);
+    let _stream = Background::spawn(lab.host_cmd(
+        0,
+        "ping",
+        &["-i", "0.002", "-W", "1", "-q", &target.to_string()],
+    ));
+    let arrived_within = |timeout: Duration| -> Option<Instant> {
+        let deadline = Instant::now() + timeout;
+        while let Some(frame) = watch.recv(deadline.saturating_duration_since(Instant::now())) {
+            if ipv4_destination(&frame) == Some(target) {
+                return Some(Instant::now());
+            }
+        }
+        None
+    };
+    assert_eq!(
+        arrived_within(Duration::from_millis(300)),
+        None,
+        "routed before the route"
+    );
+    let added = Instant::now();
+    switch_run(
+        &lab,
+        "ip",
+        &["route", "add", "10.9.0.0/24", "via", "10.2.0.0"],
+    );
+    let first =
+        arrived_within(Duration::from_secs(5)).expect("traffic never followed the new route");
+    let add_ms = first.duration_since(added).as_secs_f64() * 1e3;
+    let deleted = Instant::now();
+    switch_run(&lab, "ip", &["route", "del", "10.9.0.0/24"]);
+    // The last packet to arrive after the delete; none for 500 ms means the route is gone.
+    let mut last = deleted;
+    while let Some(at) = arrived_within(Duration::from_millis(500)) {
+        last = at;
+        assert!(
+            last.duration_since(deleted) < Duration::from_secs(5),
+            "traffic kept following a deleted route"
+        );
+    }
+    let del_ms = last.duration_since(deleted).as_secs_f64() * 1e3;
+    eprintln!(
+        "route change to dataplane (ping every 2 ms, includes `ip route` start-up): add {add_ms:.1} ms, \
+         delete {del_ms:.1} ms (target < 100 ms)"
+    );
+    assert!(
+        add_ms < 2000.0 && del_ms < 2000.0,
+        "add {add_ms} ms, delete {del_ms} ms"
+    );
+    drop(_stream);
+
+    let report = switch.stop();
+    assert!(
+        !report.log.contains("ERROR"),
+        "the switch logged errors:\n{}",
+        report.log
+    );
+}
+
+/// TTL, checksum status (verified: `ip.check_checksum`) and source of each frame matching
+/// `filter` in `file`.
+fn tshark_checked(file: &std::path::Path, filter: &str) -> Vec<Vec<String>> {
+    let out = run_ok(
+        Command::new("tshark")
+            .arg("-r")
+            .arg(file)
+            .args(["-o", "ip.check_checksum:TRUE", "-Y", filter])
+            .args(["-T", "fields", "-E", "separator=|"])
+            .args(["-e", "ip.ttl", "-e", "ip.checksum.status", "-e", "ip.src"]),
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('|').map(str::to_owned).collect())
+        .collect()
+}
