@@ -690,3 +690,21 @@ fn the_checksum_of_a_routed_ipv4_header_verifies_over_many_ttls() {
         assert_eq!(out[0].data()[14 + 8], ttl - 1);
     }
 }
+
+#[test]
+fn a_routed_packet_is_classified_by_the_ingress_ports_maps_into_its_pg() {
+    // Port 0 maps DSCP 10 to the lossless TC 3; port 1 keeps SONiC's default (DSCP 10 → TC 1).
+    let r = routes(EcmpHash::default());
+    let mut params = routed_params(4);
+    params.ports[0].maps.dscp_to_tc[10] = headroom_core::types::TrafficClass::from_low_bits(3);
+    let mut lab = Lab::new(params);
+    let (_sender, reader) = fib_channel(Arc::clone(r.builder.published()));
+    lab.sw.attach_fib(reader);
+    lab.rx(0, v4(router_mac(0), [10, 1, 0, 1], 64, 10, 1, 256));
+    assert!(
+        lab.ingress().buffers().pg(0, 3).total() > 0,
+        "PG 3 of port 0"
+    );
+    assert_eq!(lab.sw.queue_len(PortId(1), 3), 1, "queue 3 of port 1");
+    assert_eq!(lab.tx(1, 4).len(), 1);
+}
