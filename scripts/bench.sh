@@ -6,7 +6,8 @@
 # Sections:
 #   core         criterion: ns/packet of the core's full per-packet path and of a baseline that
 #                moves the same frames through the same rings with no QoS work, and the ratio of
-#                the two measured in the same run (crates/core/benches/pipeline.rs).
+#                the two measured in the same run (crates/core/benches/pipeline.rs); the same
+#                traffic routed (router interfaces, LPM, rewrite) and its ratio to L2.
 #                It also runs the port-count rigs: the same per-packet work at 64 B on 2 ports and
 #                on 64 ports x 8 queues, and their ratio (criterion and interleaved).
 #   core-instr   callgrind: instructions per packet of the same rigs (headroom, baseline, and the
@@ -102,15 +103,26 @@ section_core() {
             printf '%-8s %14.1f %14.1f %7.2fx   %s\n' "$len B" "$base" "$head" "$ratio" "$verdict"
         done
         echo
-        echo "interleaved (batches of 16 rounds alternating between the rigs, ${measurement_s}s, medians):"
+        printf '%-8s %14s %14s %8s\n' frame "L2 ns/p" "routed ns/p" "routed/L2"
+        local routed
+        for len in 64 1024; do
+            head=$(criterion_ns_per_element "per_packet/headroom/$len")
+            routed=$(criterion_ns_per_element "per_packet/routed/$len")
+            printf '%-8s %14.1f %14.1f %7.2fx\n' "$len B" "$head" "$routed" "$(jq -n "$routed / $head")"
+        done
+        echo
+        echo "interleaved (batches of 16 rounds rotating between the rigs, ${measurement_s}s, medians):"
+        printf '%-8s %14s %14s %8s %14s %10s\n' frame "baseline ns/p" "headroom ns/p" ratio "routed ns/p" "routed/L2"
         local exe line
         exe=$(core_bench_exe)
         for len in 64 1024; do
             # One line: len=64 baseline_ns=44.60 headroom_ns=96.39 ratio=2.160 pairs=7145
+            #           routed_ns=120.1 routed_ratio=1.25
             line=$(HEADROOM_BENCH_RATIO="$len/$measurement_s" "$exe" 2>/dev/null | grep '^len=')
-            printf '%-8s %14.1f %14.1f %7.2fx   (%s pairs)\n' "$len B" \
+            printf '%-8s %14.1f %14.1f %7.2fx %14.1f %9.2fx   (%s rounds)\n' "$len B" \
                 "$(field baseline_ns "$line")" "$(field headroom_ns "$line")" \
-                "$(field ratio "$line")" "$(field pairs "$line")"
+                "$(field ratio "$line")" "$(field routed_ns "$line")" \
+                "$(field routed_ratio "$line")" "$(field pairs "$line")"
         done
         echo
         echo "port count (64 B, same per-packet work; aim: 64 ports <= ${aim_ports_ratio}x 2 ports):"
@@ -149,12 +161,14 @@ section_core_instr() {
         [ -n "$ir" ] && [ -n "$frames" ] || { echo "scripts/bench.sh: callgrind reported nothing for $1" >&2; exit 1; }
         jq -n "$ir / $frames"
     }
-    printf '%-8s %14s %14s %8s\n' frame "baseline Ir/p" "headroom Ir/p" ratio
-    local len base head
+    printf '%-8s %14s %14s %8s %14s %10s\n' frame "baseline Ir/p" "headroom Ir/p" ratio "routed Ir/p" "routed/L2"
+    local len base head routed
     for len in 64 1024; do
         base=$(ir_per_packet "baseline/$len/$rounds")
         head=$(ir_per_packet "headroom/$len/$rounds")
-        printf '%-8s %14.1f %14.1f %7.2fx\n' "$len B" "$base" "$head" "$(jq -n "$head / $base")"
+        routed=$(ir_per_packet "routed/$len/$rounds")
+        printf '%-8s %14.1f %14.1f %7.2fx %14.1f %9.2fx\n' "$len B" "$base" "$head" \
+            "$(jq -n "$head / $base")" "$routed" "$(jq -n "$routed / $head")"
     done
     # The port-count rigs, over about as many frames as the others.
     local p2 p64

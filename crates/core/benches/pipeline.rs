@@ -8,6 +8,11 @@
 //!   VLAN filtering, DSCP classification, FDB learn + lookup, ingress PG and egress queue
 //!   admission, the SPSC ring, DWRR scheduling and shaping, WRED/ECN on the lossless queues, the
 //!   release of its cells and the accounting sync. Traffic covers 4 ports × 8 queues.
+//! * `per_packet/routed/{64,1024}`: the same rig and traffic with every port a router interface
+//!   ([`HeadroomRig::routed`]): frames go to the ingress port's router MAC and are routed by a
+//!   FIB of 1004 IPv4 /24s (router-MAC check, IPv4 header check with its checksum, LPM, MAC
+//!   rewrite, TTL−1 with the RFC 1624 update) instead of FDB learn + lookup; everything after
+//!   (admission, rings, scheduling, ECN) is the same.
 //! * `per_packet/baseline/{64,1024}`: the same frames, from the same pool, in the same bursts of
 //!   32, pushed into the same number of rtrb rings (one per port × queue, same capacity) chosen
 //!   by a precomputed table, and drained round robin up to 32 per port. No parsing,
@@ -34,7 +39,8 @@
 //!
 //! Three more modes, selected by environment variables and run without criterion (see `main`):
 //! `HEADROOM_BENCH_COUNT` runs a fixed number of rounds for callgrind's exact instruction counts,
-//! `HEADROOM_BENCH_RATIO` alternates the two rigs and reports their ratio from one process,
+//! `HEADROOM_BENCH_RATIO` alternates the baseline, L2 and routed rigs and reports the ratios
+//! headroom / baseline and routed / headroom from one process,
 //! `HEADROOM_BENCH_PORTS_RATIO` does the same for the two port-count rigs.
 
 use criterion::{black_box, criterion_group, Bencher, BenchmarkId, Criterion, Throughput};
@@ -42,7 +48,10 @@ use headroom_core::buffer::{EgressBuffers, IngressBuffers, PoolBoard};
 use headroom_core::counters::DropReason;
 use headroom_core::fdb::Fdb;
 use headroom_core::frame::Frame;
-use headroom_core::params::{presets, SchedulerKind, SwitchParams, WredParams};
+use headroom_core::params::{presets, SchedulerKind, SwitchParams, VlanMode, WredParams};
+use headroom_core::route::{
+    fib_channel, FibBuilder, FibConfig, Ipv4Prefix, NextHop, NextHopId, RouteTarget,
+};
 use headroom_core::sched::QueueScheduler;
 use headroom_core::step::LcoreStep;
 use headroom_core::switch::lossless_queues;
@@ -51,9 +60,11 @@ use headroom_core::types::{PortId, TrafficClass, PRIORITY_COUNT};
 use headroom_core::wred::{decide, WredRng};
 use headroom_io::pool::{FramePool, PoolConfig, PoolFrame};
 use headroom_wire::ethernet::parse_l2;
+use headroom_wire::ethernet::MacAddress;
 use headroom_wire::ipv4::Ipv4Packet;
 use headroom_wire::Ecn;
 use rtrb::{Consumer, Producer, RingBuffer};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 const PORTS: usize = 4;
@@ -244,6 +255,64 @@ impl HeadroomRig {
             rig.drain(p);
         }
         rig
+    }
+
+    /// The same traffic routed: every port is a router interface, frame `j` of a burst on
+    /// `port` is addressed to `port`'s router MAC and to 10.0.d.2 (d its egress port, as in
+    /// [`route`]); the FIB has 10.0.d.0/24 → the host behind d, and 1000 other /24s. Each frame
+    /// takes the router-MAC check, the IPv4 header check (checksum included), the LPM, the
+    /// rewrite (MACs, TTL−1 with the RFC 1624 update), then the same path as `new`'s.
+    fn routed(len: usize) -> Self {
+        let now = Instant::from_millis(1);
+        let mut params = bench_params(len);
+        for port in &mut params.ports {
+            port.vlan = VlanMode::Routed;
+        }
+        let router_macs: Vec<[u8; 6]> = params.ports.iter().map(|p| p.mac).collect();
+        let mut sw = LcoreStep::single(params, now).expect("valid parameters");
+        let mut fib = FibBuilder::new(FibConfig::default()).expect("a FIB");
+        for d in 0..PORTS {
+            let hop = fib
+                .add_next_hop(NextHop::Resolved {
+                    port: PortId(port_id(d)),
+                    vlan: None,
+                    mac: MacAddress(host_mac(d)),
+                })
+                .expect("room");
+            let prefix = Ipv4Prefix::new(Ipv4Addr::new(10, 0, d as u8, 0), 24).expect("a /24");
+            fib.set_route_v4(prefix, RouteTarget::NextHop(hop))
+                .expect("room");
+        }
+        for i in 0..1000u32 {
+            let prefix = Ipv4Prefix::new(Ipv4Addr::from(0x0b00_0000 | (i << 8)), 24).expect("/24");
+            fib.set_route_v4(prefix, RouteTarget::NextHop(NextHopId::BLACKHOLE))
+                .expect("room");
+        }
+        let (_sender, reader) = fib_channel(fib.publish().expect("changes"));
+        sw.attach_fib(reader);
+        let headers = (0..PORTS)
+            .map(|p| {
+                (0..BURST)
+                    .map(|j| {
+                        let (d, tc) = route(p, j);
+                        let mut h = header(host_mac(p), router_macs[p], dscp_of(tc), len);
+                        h[30..34].copy_from_slice(&[10, 0, d as u8, 2]);
+                        let mut ip = Ipv4Packet::new_unchecked(&mut h[14..34]);
+                        ip.fill_checksum();
+                        h
+                    })
+                    .collect()
+            })
+            .collect();
+        Self {
+            sw,
+            pool: new_pool(POOL_FRAMES),
+            headers,
+            len,
+            now,
+            rx: Vec::with_capacity(BURST),
+            tx: Vec::with_capacity(BURST),
+        }
     }
 
     fn drain(&mut self, port: usize) -> usize {
@@ -614,6 +683,15 @@ fn per_packet(c: &mut Criterion) {
             });
             iter_cpu(b, || rig.round());
         });
+        let mut routed: Option<HeadroomRig> = None;
+        group.bench_with_input(BenchmarkId::new("routed", len), &len, |b, &len| {
+            let rig = routed.get_or_insert_with(|| {
+                let mut rig = HeadroomRig::routed(len);
+                rig.check();
+                rig
+            });
+            iter_cpu(b, || rig.round());
+        });
     }
     group.finish();
 }
@@ -767,7 +845,9 @@ const COUNT_ENV: &str = "HEADROOM_BENCH_COUNT";
 fn count_rounds(spec: &str) {
     let parts: Vec<&str> = spec.split('/').collect();
     let [rig, len, rounds] = parts[..] else {
-        panic!("{COUNT_ENV}={spec}: expected <headroom|baseline|ports2|ports64>/<len>/<rounds>");
+        panic!(
+            "{COUNT_ENV}={spec}: expected <headroom|routed|baseline|ports2|ports64>/<len>/<rounds>"
+        );
     };
     let len: usize = len.parse().expect("frame length");
     let rounds: u64 = rounds.parse().expect("number of rounds");
@@ -778,6 +858,10 @@ fn count_rounds(spec: &str) {
         }
         "baseline" => {
             let mut rig = BaselineRig::new(len);
+            (FRAMES_PER_ROUND, Box::new(move || rig.round()))
+        }
+        "routed" => {
+            let mut rig = HeadroomRig::routed(len);
             (FRAMES_PER_ROUND, Box::new(move || rig.round()))
         }
         ports if ports.starts_with("ports") => {
@@ -867,6 +951,8 @@ fn interleaved_ratio(spec: &str) {
     baseline.check();
     let mut headroom = HeadroomRig::new(len);
     headroom.check();
+    let mut routed = HeadroomRig::routed(len);
+    routed.check();
     let batch = |run: &mut dyn FnMut() -> usize| {
         let start = thread_cpu_time();
         for _ in 0..BATCH_ROUNDS {
@@ -876,30 +962,46 @@ fn interleaved_ratio(spec: &str) {
         elapsed.as_secs_f64() * 1e9 / f64::from(BATCH_ROUNDS) / FRAMES_PER_ROUND as f64
     };
     let (mut base_ns, mut head_ns, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut routed_ns, mut routed_ratios) = (Vec::new(), Vec::new());
     let deadline = std::time::Instant::now() + Duration::from_secs_f64(seconds);
     while std::time::Instant::now() < deadline {
-        // Alternate which rig goes first, so that neither always runs after the other.
-        let (b, h) = if ratios.len() % 2 == 0 {
-            let b = batch(&mut || baseline.round());
-            (b, batch(&mut || headroom.round()))
-        } else {
-            let h = batch(&mut || headroom.round());
-            (batch(&mut || baseline.round()), h)
+        // Rotate which rig goes first, so that none always runs after another.
+        let (b, h, r) = match ratios.len() % 3 {
+            0 => {
+                let b = batch(&mut || baseline.round());
+                let h = batch(&mut || headroom.round());
+                (b, h, batch(&mut || routed.round()))
+            }
+            1 => {
+                let h = batch(&mut || headroom.round());
+                let r = batch(&mut || routed.round());
+                (batch(&mut || baseline.round()), h, r)
+            }
+            _ => {
+                let r = batch(&mut || routed.round());
+                let b = batch(&mut || baseline.round());
+                (b, batch(&mut || headroom.round()), r)
+            }
         };
         base_ns.push(b);
         head_ns.push(h);
+        routed_ns.push(r);
         ratios.push(h / b);
+        routed_ratios.push(r / h);
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
     println!(
-        "len={len} baseline_ns={:.2} headroom_ns={:.2} ratio={:.3} pairs={}",
+        "len={len} baseline_ns={:.2} headroom_ns={:.2} ratio={:.3} pairs={} routed_ns={:.2} \
+         routed_ratio={:.3}",
         median(&mut base_ns),
         median(&mut head_ns),
         median(&mut ratios),
-        ratios.len()
+        ratios.len(),
+        median(&mut routed_ns),
+        median(&mut routed_ratios)
     );
 }
 

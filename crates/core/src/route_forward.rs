@@ -312,3 +312,65 @@ pub(crate) fn rewrite(data: &mut [u8], off: usize, ipv6: bool, dst: [u8; 6], src
         data[off + 10..off + 12].copy_from_slice(&incremental_update(hc, old, new).to_be_bytes());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// RFC 1624 eqn. 3 as `rewrite` applies it equals a full recomputation of the header
+        /// checksum, for random IPv4 headers (options included) and TTLs 2..=255.
+        #[test]
+        fn the_incremental_ttl_update_equals_a_full_recomputation(
+            words in proptest::collection::vec(any::<u8>(), 60),
+            ihl in 5u8..=15,
+            ttl in 2u8..=255,
+        ) {
+            let off = 14;
+            let header_len = usize::from(ihl) * 4;
+            let mut frame = vec![0u8; off + 60];
+            frame[off..].copy_from_slice(&words);
+            frame[off] = 0x40 | ihl;
+            frame[off + 8] = ttl;
+            frame[off + 10..off + 12].fill(0);
+            let sum = checksum(&frame[off..off + header_len]);
+            frame[off + 10..off + 12].copy_from_slice(&sum.to_be_bytes());
+            let tos = frame[off + 1];
+            rewrite(&mut frame, off, false, [1; 6], [2; 6]);
+            let mut full = frame[off..off + header_len].to_vec();
+            full[10..12].fill(0);
+            let recomputed = checksum(&full);
+            prop_assert_eq!(&frame[off + 10..off + 12], &recomputed.to_be_bytes()[..]);
+            prop_assert_eq!(frame[off + 8], ttl - 1);
+            prop_assert_eq!(frame[off + 1], tos, "DSCP and ECN untouched");
+            prop_assert_eq!(&frame[..12], &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2][..]);
+        }
+    }
+
+    #[test]
+    fn the_update_gives_zero_where_a_recomputation_does_not_negative_zero() {
+        // RFC 1624 §3: where the new header sums to 0xFFFF the checksum is 0x0000; the older
+        // eqn. 2 form (HC + m + ~m') gives 0xFFFF there. Find such headers and check eqn. 3.
+        let mut found = 0;
+        for length in 0u16..=u16::MAX {
+            let mut f = [0u8; 34];
+            f[14] = 0x45;
+            f[16..18].copy_from_slice(&length.to_be_bytes());
+            f[14 + 8] = 2;
+            f[14 + 9] = 17;
+            let sum = checksum(&f[14..34]);
+            f[24..26].copy_from_slice(&sum.to_be_bytes());
+            let mut after = f;
+            after[14 + 8] = 1;
+            after[24..26].fill(0);
+            if checksum(&after[14..34]) != 0 {
+                continue;
+            }
+            found += 1;
+            rewrite(&mut f, 14, false, [0; 6], [0; 6]);
+            assert_eq!(f[24..26], [0, 0], "total length {length}");
+        }
+        assert!(found > 0, "the case exists");
+    }
+}

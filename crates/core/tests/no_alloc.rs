@@ -339,3 +339,114 @@ fn a_mac_flood_with_the_table_full_allocates_nothing() {
     assert!(flooded > 50_000, "the flood reached every port ({flooded})");
     assert_eq!(allocated, 0, "allocations during a MAC flood");
 }
+
+/// Routed forwarding allocates nothing: router-MAC check, header checks, LPM, the ECMP hash,
+/// the rewrite, and the punts of a routed port (TTL error, neighbour miss, ARP, over their
+/// rates too) and its drops (no route).
+#[test]
+fn steady_state_routing_allocates_nothing() {
+    use headroom_core::params::VlanMode;
+    use headroom_core::route::{
+        fib_channel, EcmpMember, FibBuilder, FibConfig, Ipv4Prefix, NextHop, RouteTarget,
+    };
+    use headroom_wire::ethernet::MacAddress;
+    use std::net::Ipv4Addr;
+    let pool: Arc<ArrayQueue<Buf>> = Arc::new(ArrayQueue::new(4096));
+    for _ in 0..4096 {
+        pool.push(Box::new([0u8; 2048])).expect("room");
+    }
+    let mut params = presets::simple(3, 10_000_000_000);
+    for p in &mut params.ports {
+        p.vlan = VlanMode::Routed;
+    }
+    let mut now = Instant::from_millis(1);
+    let mut sw: LcoreStep<PoolFrame> = LcoreStep::single(params, now).unwrap();
+    let mut b = FibBuilder::new(FibConfig::default()).unwrap();
+    let hops: Vec<_> = (1..3u16)
+        .map(|p| {
+            b.add_next_hop(NextHop::Resolved {
+                port: PortId(p),
+                vlan: None,
+                mac: MacAddress([2, 0xbb, 0, 0, 0, p as u8]),
+            })
+            .unwrap()
+        })
+        .collect();
+    let unresolved = b
+        .add_next_hop(NextHop::Unresolved {
+            port: PortId(1),
+            vlan: None,
+        })
+        .unwrap();
+    let members: Vec<_> = hops.iter().map(|&h| EcmpMember::new(h)).collect();
+    let group = b.add_ecmp_group(&members, None).unwrap();
+    let pfx = |a: [u8; 4]| Ipv4Prefix::new(Ipv4Addr::from(a), 16).unwrap();
+    b.set_route_v4(pfx([10, 5, 0, 0]), RouteTarget::Ecmp(group))
+        .unwrap();
+    b.set_route_v4(pfx([10, 2, 0, 0]), RouteTarget::NextHop(unresolved))
+        .unwrap();
+    let fib = b.publish().unwrap();
+    let (_sender, reader) = fib_channel(fib);
+    sw.attach_fib(reader);
+    let router_mac = [0x02, 0, 0, 0, 0, 1];
+    let packet = |dst: [u8; 4], ttl: u8, sport: u16| {
+        let mut f = ipv4_frame(HOST_A, router_mac, 3, Ecn::Ect0, 128)
+            .data()
+            .to_vec();
+        f[14 + 8] = ttl;
+        f[30..34].copy_from_slice(&dst);
+        f[34..36].copy_from_slice(&sport.to_be_bytes());
+        let mut ip = headroom_wire::ipv4::Ipv4Packet::new_unchecked(&mut f[14..34]);
+        ip.fill_checksum();
+        f
+    };
+    let mut templates: Vec<Vec<u8>> = (0..16).map(|i| packet([10, 5, 0, 1], 64, i)).collect();
+    templates.push(packet([10, 2, 0, 1], 64, 1)); // neighbor_miss
+    templates.push(packet([10, 5, 0, 1], 1, 1)); // ttl_error
+    templates.push(packet([192, 168, 0, 1], 64, 1)); // no_route
+    let mut arp = vec![0u8; 60];
+    arp[..6].copy_from_slice(&[0xFF; 6]);
+    arp[6..12].copy_from_slice(&HOST_A);
+    arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+    templates.push(arp);
+    let mut rx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut tx: Vec<PoolFrame> = Vec::with_capacity(64);
+    let mut round = |sw: &mut LcoreStep<PoolFrame>, now: Instant| {
+        for t in &templates {
+            rx.push(PoolFrame::take(&pool, t).unwrap());
+        }
+        sw.handle_rx_burst(now, PortId(0), &mut rx);
+        sw.handle_timeout(now);
+        for port in 0..3 {
+            sw.poll_tx_burst(now, PortId(port), &mut tx, 64, &mut |_| None);
+            tx.clear();
+        }
+        while let Some(punted) = sw.poll_punt() {
+            drop(punted);
+        }
+    };
+    for _ in 0..100 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now);
+    }
+    let before = headroom_testkit::allocations();
+    for _ in 0..2000 {
+        now = now.saturating_add_nanos(30_000);
+        round(&mut sw, now);
+    }
+    let allocated = headroom_testkit::allocations() - before;
+    let c = sw.ingress().unwrap().port_counters(PortId(0));
+    assert!(c.rif_in_packets.get() >= 2100 * 16, "routed");
+    let punted = |r: headroom_core::punt::PuntReason| c.punt_frames[r.index()].get();
+    use headroom_core::punt::PuntReason as P;
+    assert!(punted(P::NeighborMiss) > 0 && punted(P::TtlError) > 0 && punted(P::ArpReq) > 0);
+    assert!(
+        c.punt_drops[P::NeighborMiss.index()].get() > 0,
+        "over its rate too"
+    );
+    assert_eq!(
+        c.drops[headroom_core::counters::DropReason::NoRoute.index()].get(),
+        2100
+    );
+    assert_eq!(allocated, 0, "allocations on the routed path");
+}
