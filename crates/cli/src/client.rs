@@ -453,7 +453,7 @@ fn print_routes(table: &IpRouteTable) {
     }
     sayln!(
         "Codes: K - kernel route, C - connected, S - static, B - BGP, O - OSPF, I - IS-IS,\n       \
-         R - RIP, L - local (to the switch)\n       \
+         R - RIP, L - local (to the switch), N - neighbour (host route)\n       \
          > - selected route, * - in the dataplane's FIB, q - punted to the kernel\n"
     );
     for r in &table.routes {

@@ -144,6 +144,11 @@ impl HostInterfaces {
         if wanted.is_empty() {
             return Ok(None);
         }
+        if config.switch.driver == headroom_config::Driver::AfPacket {
+            for (port, _, _, _) in &wanted {
+                quiet_port_device(&config.ports[port.index()].device);
+            }
+        }
         let mut ports = Vec::with_capacity(wanted.len());
         let mut by_port = vec![None; config.ports.len()];
         for (port, name, mac, mtu) in &wanted {
@@ -338,6 +343,31 @@ impl HostInterfaces {
     }
 }
 
+/// Keeps the kernel's own stack off a routed port's AF_PACKET device, which sits in the same
+/// namespace as the host interfaces: with Linux's defaults it would answer ARP for the TAPs'
+/// addresses with the device's MAC (`arp_ignore = 0` replies for any local address on any
+/// interface), the neighbour would then send to that MAC, and the kernel, not headroom, would
+/// route its packets. `arp_ignore = 8` (never reply), `forwarding = 0` (nothing received on it is
+/// forwarded) and IPv6 off leave the device to the dataplane. Failures are logged, not fatal (a
+/// device the kernel does not know is refused when the port opens).
+fn quiet_port_device(device: &str) {
+    for (key, value) in [
+        (format!("/proc/sys/net/ipv4/conf/{device}/arp_ignore"), "8"),
+        (format!("/proc/sys/net/ipv4/conf/{device}/forwarding"), "0"),
+        (
+            format!("/proc/sys/net/ipv6/conf/{device}/disable_ipv6"),
+            "1",
+        ),
+    ] {
+        // The IPv6 key is absent when the namespace has IPv6 off or the kernel has none.
+        if let Err(e) = std::fs::write(&key, value) {
+            if !(key.contains("ipv6") && e.kind() == std::io::ErrorKind::NotFound) {
+                tracing::warn!(device, key, error = %e, "cannot keep the kernel's stack off a routed port's device");
+            }
+        }
+    }
+}
+
 /// Creates the host interfaces of `config` again if they changed (a reconfiguration).
 ///
 /// # Errors
@@ -435,7 +465,8 @@ impl HostInterfaces {
                 let (protocol, code) = match (kernel_route, action) {
                     (_, "local") => ("local".to_owned(), "L"),
                     (Some(r), _) => protocol_name(r.protocol, connected),
-                    (None, _) => ("headroom".to_owned(), "K"),
+                    // Host routes the mirror makes for resolved neighbours (no kernel route).
+                    (None, _) => ("neighbor".to_owned(), "N"),
                 };
                 IpRouteRow {
                     prefix: format!("{}/{}", prefix.addr(), prefix.prefix_len()),
@@ -534,6 +565,16 @@ impl HostInterfaces {
                     rif_in_octets: sum(&|p| p.rif_in_octets.get()),
                     rif_out_packets: sum(&|p| p.rif_out_packets.get()),
                     rif_out_octets: sum(&|p| p.rif_out_octets.get()),
+                    punted: PuntReason::ALL
+                        .iter()
+                        .map(|r| {
+                            (
+                                r.name().to_owned(),
+                                sum(&|p| p.punt_frames[r.index()].get()),
+                            )
+                        })
+                        .filter(|(_, n)| *n > 0)
+                        .collect(),
                 }
             })
             .collect()

@@ -531,10 +531,12 @@ pub struct RouteMirrorSummary {
 pub struct IpRouteRow {
     /// `10.2.0.0/31`, `2001:db8::/64`.
     pub prefix: String,
-    /// Who installed it in the kernel (`rtm_protocol`): `kernel`, `boot`, `static`, `bgp`,
-    /// `ospf`, `isis`, `zebra`, or the number.
+    /// Who installed it in the kernel (`rtm_protocol`): `kernel`, `connected`, `boot`,
+    /// `static`, `bgp`, `ospf`, `isis`, `zebra`, or the number; `local` for the switch's
+    /// addresses; `neighbor` for the host route the mirror makes for a resolved neighbour.
     pub protocol: String,
-    /// FRR's code letter (`C` connected, `K` kernel, `S` static, `B` BGP, `O` OSPF, `L` local).
+    /// FRR's code letter (`C` connected, `K` kernel, `S` static, `B` BGP, `O` OSPF, `L` local;
+    /// `N` a neighbour's host route).
     pub code: String,
     /// What the dataplane does: `forward`, `ecmp`, `local` (to the switch: punted ip2me),
     /// `blackhole`, `kernel` (punted: the kernel forwards or answers).
@@ -606,6 +608,9 @@ pub struct HostInterfaceRow {
     pub rif_out_packets: u64,
     /// Bytes of those.
     pub rif_out_octets: u64,
+    /// Frames the dataplane punted from the port, by punt reason (non-zero ones).
+    #[serde(default)]
+    pub punted: BTreeMap<String, u64>,
 }
 
 /// `show host-interfaces`: every host interface, and what was punted on ports without one.
