@@ -142,6 +142,14 @@ fn every_show_answers_in_json_and_sonic_tables() {
         assert_eq!(row["tx"], serde_json::json!([0, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(row["pause_rx"], 0);
     }
+    // No routed port: no host interface, nothing mirrored, and the views say so.
+    let routes = d.json(&["show", "ip", "route"]);
+    assert_eq!(routes["mirror"]["enabled"], false, "{routes:#}");
+    assert_eq!(routes["routes"], serde_json::json!([]), "{routes:#}");
+    assert_eq!(d.json(&["show", "ip", "neighbors"]), serde_json::json!([]));
+    let host = d.json(&["show", "host-interfaces"]);
+    assert_eq!(host["interfaces"], serde_json::json!([]), "{host:#}");
+    assert_eq!(host["punted_unconsumed"]["lldp"], 0, "{host:#}");
     let prio = d.json(&["show", "pfc", "priority"]);
     assert_eq!(prio[0]["lossless"], "3,4");
     let queues = d.json(&["show", "queue", "counters"]);
