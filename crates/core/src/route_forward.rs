@@ -37,7 +37,7 @@ use crate::classify::{classify, PortView};
 use crate::counters::{DropReason, IngressPortCounters};
 use crate::frame::Frame;
 use crate::punt::PuntReason;
-use crate::route::nexthop::NextHop;
+use crate::route::nexthop::{NextHop, NextHopId};
 use crate::route::FlowKey;
 use crate::time::Instant;
 use crate::types::{PortId, PRIORITY_COUNT};
@@ -56,6 +56,9 @@ const ARP_OP_REPLY: u16 = 2;
 const NEXT_HEADER_ICMPV6: u8 = 58;
 /// IPv6 hop-by-hop options header (RFC 8200 §4.3): every router on the path processes it.
 const NEXT_HEADER_HOP_BY_HOP: u8 = 0;
+
+/// A resolved next hop: its id, egress port, egress VLAN and the neighbour's MAC.
+type Hop = (NextHopId, PortId, Option<u16>, [u8; 6]);
 
 /// What the routing decision is, short of forwarding.
 enum NotForwarded {
@@ -136,7 +139,7 @@ impl<F: Frame> IngressState<F> {
             t if u16::from(t) == ETHERTYPE_ARP => Err(P(arp_reason(data, off))),
             _ => Err(D(DropReason::NotRoutable)),
         };
-        let (out, vlan, mac) = match decided {
+        let (id, out, vlan, mac) = match decided {
             Ok(hop) => hop,
             Err(not) => return self.not_forwarded(counters, now, port, not, frame),
         };
@@ -169,6 +172,9 @@ impl<F: Frame> IngressState<F> {
             mac,
             out_view.mac,
         );
+        if let Some(fib) = self.fib.as_ref() {
+            fib.count_next_hop(id);
+        }
         counters.rif_in_packets.inc();
         counters.rif_in_octets.add(len as u64);
         let out_counters = &ctx.counters.ports[out.index()];
@@ -188,11 +194,7 @@ impl<F: Frame> IngressState<F> {
 
     /// Steps 4–6 for IPv4: the egress port, VLAN and neighbour MAC, or why not.
     #[inline]
-    fn route_v4(
-        &self,
-        data: &[u8],
-        off: usize,
-    ) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+    fn route_v4(&self, data: &[u8], off: usize) -> Result<Hop, NotForwarded> {
         let ip = data.get(off..).unwrap_or_default();
         let header_error = D(DropReason::IpHeaderError);
         if ip.len() < 20 || ip[0] >> 4 != 4 {
@@ -216,16 +218,12 @@ impl<F: Frame> IngressState<F> {
         let id = fib.resolve(target, || {
             FlowKey::from_ipv4(&Ipv4Packet::new_unchecked(&ip[..total]))
         });
-        next_hop(fib.next_hop(id), ip[8])
+        next_hop(id, fib.next_hop(id), ip[8])
     }
 
     /// Steps 4–6 for IPv6.
     #[inline]
-    fn route_v6(
-        &self,
-        data: &[u8],
-        off: usize,
-    ) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+    fn route_v6(&self, data: &[u8], off: usize) -> Result<Hop, NotForwarded> {
         let ip = data.get(off..).unwrap_or_default();
         if ip.len() < 40
             || ip[0] >> 4 != 6
@@ -258,7 +256,7 @@ impl<F: Frame> IngressState<F> {
             let payload = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
             FlowKey::from_ipv6(&Ipv6Packet::new_unchecked(&ip[..payload]))
         });
-        next_hop(fib.next_hop(id), ip[7])
+        next_hop(id, fib.next_hop(id), ip[7])
     }
 
     /// Punts or drops a frame the routing decision did not forward.
@@ -279,14 +277,14 @@ impl<F: Frame> IngressState<F> {
 
 /// Steps 5–6 after the lookup: what the next hop does with a packet of TTL / hop limit `ttl`.
 #[inline]
-fn next_hop(hop: &NextHop, ttl: u8) -> Result<(PortId, Option<u16>, [u8; 6]), NotForwarded> {
+fn next_hop(id: NextHopId, hop: &NextHop, ttl: u8) -> Result<Hop, NotForwarded> {
     // The TTL is checked only for packets that would be forwarded (RFC 1812 5.3.1), before
     // the neighbour: the kernel sends Time Exceeded without resolving it.
     match *hop {
         NextHop::Resolved { .. } | NextHop::Unresolved { .. } if ttl <= 1 => {
             Err(P(PuntReason::TtlError))
         }
-        NextHop::Resolved { port, vlan, mac } => Ok((port, vlan, mac.0)),
+        NextHop::Resolved { port, vlan, mac } => Ok((id, port, vlan, mac.0)),
         NextHop::Unresolved { .. } => Err(P(PuntReason::NeighborMiss)),
         NextHop::Local => Err(P(PuntReason::Ip2me)),
         NextHop::Kernel => Err(P(PuntReason::Kernel)),

@@ -536,9 +536,17 @@ fn ecmp_spreads_1024_rocev2_flows_over_four_next_hops_within_ten_percent() {
         seed: 0x5eed_0001,
         ..EcmpHash::default()
     });
-    let (mut lab, _sender) = routed_lab(4, &r);
+    let (mut lab, sender) = routed_lab(4, &r);
     let out = spread(&mut lab, 0, 49152..49152 + 1024);
     let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+    println!("1024 flows over 4 next hops: {counts:?}");
+    // `show ecmp`: the control plane reads the same spread from the per-next-hop counters.
+    let per_hop: Vec<usize> = r
+        .hops
+        .iter()
+        .map(|h| sender.next_hop_packets()[h.index()].get() as usize)
+        .collect();
+    assert_eq!(per_hop, counts);
     assert_eq!(counts.iter().sum::<usize>(), 1024, "{counts:?}");
     for (p, &n) in counts.iter().enumerate() {
         assert!(
@@ -579,6 +587,10 @@ fn consecutive_ecmp_stages_polarise_with_equal_seeds_and_not_with_different_ones
     };
     let same = stage2(seed_a);
     let different = stage2(seed_b);
+    println!(
+        "stage 2 of {} flows: equal seeds {same:?}, different seeds {different:?}",
+        via_member0.len()
+    );
     let n = via_member0.len();
     assert_eq!(same, [n, 0, 0, 0], "equal seeds polarise");
     assert_eq!(different.iter().sum::<usize>(), n);
