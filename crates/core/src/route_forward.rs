@@ -42,7 +42,7 @@ use crate::route::FlowKey;
 use crate::time::Instant;
 use crate::types::{PortId, PRIORITY_COUNT};
 use crate::watchdog::{PortMitigations, QueueMitigation};
-use headroom_wire::checksum::{checksum, incremental_update};
+use headroom_wire::checksum::incremental_update;
 use headroom_wire::ethernet::{EtherType, L2Header};
 use headroom_wire::ipv4::Ipv4Packet;
 use headroom_wire::ipv6::Ipv6Packet;
@@ -202,11 +202,15 @@ impl<F: Frame> IngressState<F> {
         }
         let ihl = usize::from(ip[0] & 0x0F) * 4;
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        if ihl < 20 || total < ihl || total > ip.len() || checksum(&ip[..ihl]) != 0 {
+        if ihl < 20 || total < ihl || total > ip.len() {
             return Err(header_error);
         }
+        // Options: the kernel processes them, and checks that header's checksum itself.
         if ihl > 20 {
             return Err(P(PuntReason::IpOptions));
+        }
+        if !header_checksum_ok(&ip[..20]) {
+            return Err(header_error);
         }
         let Some(fib) = self.fib.as_ref().map(|r| r.fib()) else {
             return Err(D(DropReason::NoRoute));
@@ -275,6 +279,24 @@ impl<F: Frame> IngressState<F> {
     }
 }
 
+/// Whether a 20-byte IPv4 header's checksum verifies (RFC 1071: the one's-complement sum of its
+/// ten words, checksum included, is 0xFFFF). The fixed length lets the compiler unroll the
+/// sum: a third of `checksum::checksum`'s instructions on this path (callgrind, core bench).
+#[inline(always)]
+fn header_checksum_ok(h: &[u8]) -> bool {
+    let Ok(h) = <&[u8; 20]>::try_from(h) else {
+        return false;
+    };
+    let mut acc = 0u32;
+    for pair in h.chunks_exact(2) {
+        acc += u32::from(u16::from_be_bytes([pair[0], pair[1]]));
+    }
+    // Ten words: at most 10 × 0xFFFF, so two folds reach 16 bits.
+    acc = (acc & 0xFFFF) + (acc >> 16);
+    acc = (acc & 0xFFFF) + (acc >> 16);
+    acc == 0xFFFF
+}
+
 /// Steps 5–6 after the lookup: what the next hop does with a packet of TTL / hop limit `ttl`.
 #[inline]
 fn next_hop(id: NextHopId, hop: &NextHop, ttl: u8) -> Result<Hop, NotForwarded> {
@@ -295,7 +317,7 @@ fn next_hop(id: NextHopId, hop: &NextHop, ttl: u8) -> Result<Hop, NotForwarded> 
 /// Step 7: MACs, and TTL−1 with the RFC 1624 eqn. 3 update of the IPv4 header checksum over
 /// the word TTL‖protocol (IPv6: hop limit, no header checksum). The caller checked the header
 /// and that TTL / hop limit > 1. DSCP and ECN are not touched.
-#[inline]
+#[inline(always)]
 pub(crate) fn rewrite(data: &mut [u8], off: usize, ipv6: bool, dst: [u8; 6], src: [u8; 6]) {
     data[..6].copy_from_slice(&dst);
     data[6..12].copy_from_slice(&src);
@@ -314,7 +336,25 @@ pub(crate) fn rewrite(data: &mut [u8], off: usize, ipv6: bool, dst: [u8; 6], src
 #[cfg(test)]
 mod tests {
     use super::*;
+    use headroom_wire::checksum::checksum;
     use proptest::prelude::*;
+
+    proptest! {
+        /// The fixed-length verification agrees with RFC 1071's checksum on random headers,
+        /// valid (checksum filled) and not.
+        #[test]
+        fn the_fixed_header_check_agrees_with_the_checksum(
+            mut h in proptest::array::uniform20(any::<u8>()),
+            fill in any::<bool>(),
+        ) {
+            if fill {
+                h[10..12].fill(0);
+                let sum = checksum(&h);
+                h[10..12].copy_from_slice(&sum.to_be_bytes());
+            }
+            prop_assert_eq!(header_checksum_ok(&h), checksum(&h) == 0);
+        }
+    }
 
     proptest! {
         /// RFC 1624 eqn. 3 as `rewrite` applies it equals a full recomputation of the header
