@@ -720,3 +720,63 @@ fn a_routed_packet_is_classified_by_the_ingress_ports_maps_into_its_pg() {
     assert_eq!(lab.sw.queue_len(PortId(1), 3), 1, "queue 3 of port 1");
     assert_eq!(lab.tx(1, 4).len(), 1);
 }
+
+#[test]
+fn a_next_hop_in_a_vlan_leaves_tagged_by_its_l2_port_and_one_outside_it_is_dropped() {
+    // Port 2 is a trunk of VLAN 100 (an SVI's member); port 3 stays routed.
+    let mut params = routed_params(4);
+    params.ports[2].vlan = VlanMode::Trunk {
+        allowed: vec![100],
+        native: None,
+    };
+    let mut lab = Lab::new(params);
+    let mut b = FibBuilder::new(FibConfig::default()).unwrap();
+    let svi = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: Some(100),
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    let wrong = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: Some(200),
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    let untagged_on_l2 = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: None,
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    b.set_route_v4(pfx([10, 8, 0, 0], 16), RouteTarget::NextHop(svi))
+        .unwrap();
+    b.set_route_v4(pfx([10, 9, 9, 0], 24), RouteTarget::NextHop(wrong))
+        .unwrap();
+    b.set_route_v4(pfx([10, 9, 8, 0], 24), RouteTarget::NextHop(untagged_on_l2))
+        .unwrap();
+    let (_sender, reader) = fib_channel(b.publish().unwrap());
+    lab.sw.attach_fib(reader);
+    // DSCP 46 → TC 5: the tag's PCP.
+    let before = v4(router_mac(0), [10, 8, 0, 1], 64, 46, 1, 128);
+    lab.rx(0, before.clone());
+    let out = lab.tx(2, 4);
+    assert_eq!(out.len(), 1);
+    let d = out[0].data();
+    assert_eq!(d.len(), 132, "tagged");
+    assert_eq!((&d[..6], &d[6..12]), (&NEIGH[2][..], &router_mac(2)[..]));
+    assert_eq!(d[12..14], [0x81, 0x00]);
+    let tci = u16::from_be_bytes([d[14], d[15]]);
+    assert_eq!((tci >> 13, tci & 0x0FFF), (5, 100));
+    let ip = Ipv4Packet::new_checked(&d[18..]).unwrap();
+    assert_eq!(ip.hop_limit(), 63);
+    assert!(ip.verify_checksum());
+    // A VLAN the port is not in, or no VLAN on an L2 port: never sent wrongly, dropped.
+    lab.rx(0, v4(router_mac(0), [10, 9, 9, 1], 64, 0, 1, 64));
+    lab.rx(0, v4(router_mac(0), [10, 9, 8, 1], 64, 0, 1, 64));
+    assert_eq!(drops(&lab, 0, DropReason::VlanFiltered), 2);
+    assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0]);
+}
