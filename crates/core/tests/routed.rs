@@ -780,3 +780,64 @@ fn a_next_hop_in_a_vlan_leaves_tagged_by_its_l2_port_and_one_outside_it_is_dropp
     assert_eq!(drops(&lab, 0, DropReason::VlanFiltered), 2);
     assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0]);
 }
+
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Valid frames of every kind a routed port handles, to be corrupted.
+    fn templates() -> Vec<HeapFrame> {
+        let me = router_mac(0);
+        vec![
+            v4(me, [10, 1, 0, 1], 64, 3, 1, 128),
+            v4(me, [10, 5, 0, 1], 2, 46, 7, 64),
+            v4(me, [10, 2, 0, 1], 64, 0, 1, 64),
+            v6(me, "2001:db8:1::7".parse().unwrap(), 64, 3, 128),
+            arp([0xFF; 6], 1),
+            icmpv6(
+                [0x33, 0x33, 0xff, 0, 0, 1],
+                "ff02::1:ff00:1".parse().unwrap(),
+                135,
+            ),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Corrupted and truncated frames on a routed port never panic, and every frame is
+        /// accounted for exactly once: sent, punted or dropped with a reason.
+        #[test]
+        fn corrupted_frames_are_routed_punted_or_dropped_never_lost(
+            picks in proptest::collection::vec(
+                (0usize..6, proptest::collection::vec((0usize..160, any::<u8>()), 0..4), 0usize..200),
+                1..24,
+            ),
+        ) {
+            let r = routes(EcmpHash::default());
+            let (mut lab, _sender) = routed_lab(4, &r);
+            let templates = templates();
+            let mut burst: Vec<HeapFrame> = picks
+                .iter()
+                .map(|(t, edits, cut)| {
+                    let mut f = templates[*t].clone();
+                    let len = f.len();
+                    for &(at, byte) in edits {
+                        f.data_mut()[at % len] = byte;
+                    }
+                    f.truncate(*cut);
+                    f
+                })
+                .collect();
+            let n = burst.len() as u64;
+            lab.sw.handle_rx_burst(lab.now, PortId(0), &mut burst);
+            lab.sw.handle_timeout(lab.now);
+            let sent: usize = (0..4).map(|p| lab.tx(p, 4096).len()).sum();
+            let punted = std::iter::from_fn(|| lab.sw.poll_punt()).count();
+            let dropped: u64 = (0..4)
+                .map(|p| lab.rx_counters(p).drops.iter().map(|d| d.get()).sum::<u64>())
+                .sum();
+            prop_assert_eq!(sent as u64 + punted as u64 + dropped, n);
+            prop_assert_eq!(lab.rx_counters(0).rx_frames.get(), n);
+        }
+    }
+}
