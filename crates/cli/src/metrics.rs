@@ -476,7 +476,7 @@ fn render_with_endpoint(
             s.pause_rx,
         );
     }
-    let ignored: [PortMetric; 2] = [
+    let ignored: [PortMetric; 6] = [
         (
             "headroom_pause_rx_ignored_frames_total",
             "IEEE 802.3x PAUSE frames received and ignored (pause_802_3x off).",
@@ -486,6 +486,26 @@ fn render_with_endpoint(
             "headroom_fdb_learn_table_full_total",
             "Source addresses not learned because the MAC table was full (frames still forwarded).",
             |s| s.fdb_learn_table_full,
+        ),
+        (
+            "headroom_rif_in_packets_total",
+            "Packets received on the router interface and routed (SAI ROUTER_INTERFACE_STAT_IN_PACKETS).",
+            |s| s.rif_in_packets,
+        ),
+        (
+            "headroom_rif_in_octets_total",
+            "Bytes of the packets received on the router interface and routed.",
+            |s| s.rif_in_octets,
+        ),
+        (
+            "headroom_rif_out_packets_total",
+            "Packets routed out of the port, towards its queues (SAI ROUTER_INTERFACE_STAT_OUT_PACKETS).",
+            |s| s.rif_out_packets,
+        ),
+        (
+            "headroom_rif_out_octets_total",
+            "Bytes of the packets routed out of the port.",
+            |s| s.rif_out_octets,
         ),
     ];
     for (name, help, f) in ignored {

@@ -133,7 +133,7 @@ drop_reasons! {
     Runt => "runt", "Shorter than an Ethernet header, or a header it announces is truncated.";
     Oversize => "oversize", "Longer than the port's MTU allows.";
     MacControlMalformed => "mac_control_malformed", "A MAC Control frame (EtherType 0x8808) that does not parse: wrong destination, reserved bits set, truncated.";
-    VlanFiltered => "vlan_filtered", "The frame's VLAN is not allowed on the ingress port, or it carries two tags.";
+    VlanFiltered => "vlan_filtered", "The frame's VLAN is not allowed on the ingress port, or it carries two tags; or a routed packet's next hop names a VLAN its egress port is not in (or none, on a port that is not routed).";
     SamePort => "same_port", "The destination is the port the frame came in on.";
     NoDestination => "no_destination", "Flooding found no other port in the VLAN.";
     SourceMulticast => "source_multicast", "The source MAC address is multicast (IEEE 802.1Q 8.7.1: never learned, never forwarded).";

@@ -93,6 +93,15 @@ pub struct PortStats {
     pub pause_rx_ignored: u64,
     /// Source addresses not learned because the MAC table was full.
     pub fdb_learn_table_full: u64,
+    /// Packets received on this router interface and routed (SAI
+    /// `ROUTER_INTERFACE_STAT_IN_PACKETS`).
+    pub rif_in_packets: u64,
+    /// Bytes of those packets (`ROUTER_INTERFACE_STAT_IN_OCTETS`).
+    pub rif_in_octets: u64,
+    /// Packets routed out of this port, towards its queues (`ROUTER_INTERFACE_STAT_OUT_PACKETS`).
+    pub rif_out_packets: u64,
+    /// Bytes of those packets (`ROUTER_INTERFACE_STAT_OUT_OCTETS`).
+    pub rif_out_octets: u64,
     /// Time each priority's egress was held by received PFC, ns.
     pub paused_ns: [u64; PRIORITY_COUNT],
     /// Drops by reason (index with [`DropReason::index`]).
@@ -144,6 +153,10 @@ impl PortStats {
             pause_rx: f(self.pause_rx, other.pause_rx),
             pause_rx_ignored: f(self.pause_rx_ignored, other.pause_rx_ignored),
             fdb_learn_table_full: f(self.fdb_learn_table_full, other.fdb_learn_table_full),
+            rif_in_packets: f(self.rif_in_packets, other.rif_in_packets),
+            rif_in_octets: f(self.rif_in_octets, other.rif_in_octets),
+            rif_out_packets: f(self.rif_out_packets, other.rif_out_packets),
+            rif_out_octets: f(self.rif_out_octets, other.rif_out_octets),
             paused_ns: arr(&self.paused_ns, &other.paused_ns),
             drops: core::array::from_fn(|i| f(self.drops[i], other.drops[i])),
             queues: core::array::from_fn(|i| {
@@ -224,6 +237,10 @@ impl Shared {
             s.pause_rx += c.pause_rx.get();
             s.pause_rx_ignored += c.pause_rx_ignored.get();
             s.fdb_learn_table_full += c.fdb_learn_table_full.get();
+            s.rif_in_packets += c.rif_in_packets.get();
+            s.rif_in_octets += c.rif_in_octets.get();
+            s.rif_out_packets += c.rif_out_packets.get();
+            s.rif_out_octets += c.rif_out_octets.get();
             for i in 0..PRIORITY_COUNT {
                 s.pfc_rx[i] += c.pfc_rx[i].get();
                 s.pgs[i].frames += c.pg_frames[i].get();

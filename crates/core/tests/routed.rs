@@ -536,9 +536,17 @@ fn ecmp_spreads_1024_rocev2_flows_over_four_next_hops_within_ten_percent() {
         seed: 0x5eed_0001,
         ..EcmpHash::default()
     });
-    let (mut lab, _sender) = routed_lab(4, &r);
+    let (mut lab, sender) = routed_lab(4, &r);
     let out = spread(&mut lab, 0, 49152..49152 + 1024);
     let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+    println!("1024 flows over 4 next hops: {counts:?}");
+    // `show ecmp`: the control plane reads the same spread from the per-next-hop counters.
+    let per_hop: Vec<usize> = r
+        .hops
+        .iter()
+        .map(|h| sender.next_hop_packets()[h.index()].get() as usize)
+        .collect();
+    assert_eq!(per_hop, counts);
     assert_eq!(counts.iter().sum::<usize>(), 1024, "{counts:?}");
     for (p, &n) in counts.iter().enumerate() {
         assert!(
@@ -579,6 +587,10 @@ fn consecutive_ecmp_stages_polarise_with_equal_seeds_and_not_with_different_ones
     };
     let same = stage2(seed_a);
     let different = stage2(seed_b);
+    println!(
+        "stage 2 of {} flows: equal seeds {same:?}, different seeds {different:?}",
+        via_member0.len()
+    );
     let n = via_member0.len();
     assert_eq!(same, [n, 0, 0, 0], "equal seeds polarise");
     assert_eq!(different.iter().sum::<usize>(), n);
@@ -707,4 +719,125 @@ fn a_routed_packet_is_classified_by_the_ingress_ports_maps_into_its_pg() {
     );
     assert_eq!(lab.sw.queue_len(PortId(1), 3), 1, "queue 3 of port 1");
     assert_eq!(lab.tx(1, 4).len(), 1);
+}
+
+#[test]
+fn a_next_hop_in_a_vlan_leaves_tagged_by_its_l2_port_and_one_outside_it_is_dropped() {
+    // Port 2 is a trunk of VLAN 100 (an SVI's member); port 3 stays routed.
+    let mut params = routed_params(4);
+    params.ports[2].vlan = VlanMode::Trunk {
+        allowed: vec![100],
+        native: None,
+    };
+    let mut lab = Lab::new(params);
+    let mut b = FibBuilder::new(FibConfig::default()).unwrap();
+    let svi = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: Some(100),
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    let wrong = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: Some(200),
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    let untagged_on_l2 = b
+        .add_next_hop(NextHop::Resolved {
+            port: PortId(2),
+            vlan: None,
+            mac: MacAddress(NEIGH[2]),
+        })
+        .unwrap();
+    b.set_route_v4(pfx([10, 8, 0, 0], 16), RouteTarget::NextHop(svi))
+        .unwrap();
+    b.set_route_v4(pfx([10, 9, 9, 0], 24), RouteTarget::NextHop(wrong))
+        .unwrap();
+    b.set_route_v4(pfx([10, 9, 8, 0], 24), RouteTarget::NextHop(untagged_on_l2))
+        .unwrap();
+    let (_sender, reader) = fib_channel(b.publish().unwrap());
+    lab.sw.attach_fib(reader);
+    // DSCP 46 → TC 5: the tag's PCP.
+    let before = v4(router_mac(0), [10, 8, 0, 1], 64, 46, 1, 128);
+    lab.rx(0, before.clone());
+    let out = lab.tx(2, 4);
+    assert_eq!(out.len(), 1);
+    let d = out[0].data();
+    assert_eq!(d.len(), 132, "tagged");
+    assert_eq!((&d[..6], &d[6..12]), (&NEIGH[2][..], &router_mac(2)[..]));
+    assert_eq!(d[12..14], [0x81, 0x00]);
+    let tci = u16::from_be_bytes([d[14], d[15]]);
+    assert_eq!((tci >> 13, tci & 0x0FFF), (5, 100));
+    let ip = Ipv4Packet::new_checked(&d[18..]).unwrap();
+    assert_eq!(ip.hop_limit(), 63);
+    assert!(ip.verify_checksum());
+    // A VLAN the port is not in, or no VLAN on an L2 port: never sent wrongly, dropped.
+    lab.rx(0, v4(router_mac(0), [10, 9, 9, 1], 64, 0, 1, 64));
+    lab.rx(0, v4(router_mac(0), [10, 9, 8, 1], 64, 0, 1, 64));
+    assert_eq!(drops(&lab, 0, DropReason::VlanFiltered), 2);
+    assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0]);
+}
+
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Valid frames of every kind a routed port handles, to be corrupted.
+    fn templates() -> Vec<HeapFrame> {
+        let me = router_mac(0);
+        vec![
+            v4(me, [10, 1, 0, 1], 64, 3, 1, 128),
+            v4(me, [10, 5, 0, 1], 2, 46, 7, 64),
+            v4(me, [10, 2, 0, 1], 64, 0, 1, 64),
+            v6(me, "2001:db8:1::7".parse().unwrap(), 64, 3, 128),
+            arp([0xFF; 6], 1),
+            icmpv6(
+                [0x33, 0x33, 0xff, 0, 0, 1],
+                "ff02::1:ff00:1".parse().unwrap(),
+                135,
+            ),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Corrupted and truncated frames on a routed port never panic, and every frame is
+        /// accounted for exactly once: sent, punted or dropped with a reason.
+        #[test]
+        fn corrupted_frames_are_routed_punted_or_dropped_never_lost(
+            picks in proptest::collection::vec(
+                (0usize..6, proptest::collection::vec((0usize..160, any::<u8>()), 0..4), 0usize..200),
+                1..24,
+            ),
+        ) {
+            let r = routes(EcmpHash::default());
+            let (mut lab, _sender) = routed_lab(4, &r);
+            let templates = templates();
+            let mut burst: Vec<HeapFrame> = picks
+                .iter()
+                .map(|(t, edits, cut)| {
+                    let mut f = templates[*t].clone();
+                    let len = f.len();
+                    for &(at, byte) in edits {
+                        f.data_mut()[at % len] = byte;
+                    }
+                    f.truncate(*cut);
+                    f
+                })
+                .collect();
+            let n = burst.len() as u64;
+            lab.sw.handle_rx_burst(lab.now, PortId(0), &mut burst);
+            lab.sw.handle_timeout(lab.now);
+            let sent: usize = (0..4).map(|p| lab.tx(p, 4096).len()).sum();
+            let punted = std::iter::from_fn(|| lab.sw.poll_punt()).count();
+            let dropped: u64 = (0..4)
+                .map(|p| lab.rx_counters(p).drops.iter().map(|d| d.get()).sum::<u64>())
+                .sum();
+            prop_assert_eq!(sent as u64 + punted as u64 + dropped, n);
+            prop_assert_eq!(lab.rx_counters(0).rx_frames.get(), n);
+        }
+    }
 }

@@ -158,9 +158,18 @@ pub struct Fib {
     applied: u64,
     next_hops_version: u64,
     ecmp_version: u64,
+    /// The builder's `FibConfig::max_next_hops`: every id of every snapshot is below it.
+    max_next_hops: usize,
 }
 
 impl Fib {
+    /// Most next hops of any snapshot of this builder (`FibConfig::max_next_hops`): an array of
+    /// this many entries has a slot for every next-hop id (per-next-hop counters).
+    #[must_use]
+    pub fn max_next_hops(&self) -> usize {
+        self.max_next_hops
+    }
+
     /// The route for an IPv4 destination.
     #[inline]
     #[must_use]
@@ -305,6 +314,7 @@ impl FibBuilder {
             applied: 0,
             next_hops_version: 0,
             ecmp_version: 0,
+            max_next_hops: config.max_next_hops,
         };
         Ok(Self {
             config,

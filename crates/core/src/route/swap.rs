@@ -37,7 +37,9 @@
 //!    [`RING_SLOTS`] leave room; a full *fresh* ring is refused to the caller (counted), never
 //!    blocked on.
 
+use crate::counters::Counter;
 use crate::route::fib::Fib;
+use crate::route::nexthop::NextHopId;
 use rtrb::{Consumer, Producer, PushError, RingBuffer};
 use std::sync::Arc;
 
@@ -50,6 +52,7 @@ pub struct FibSender {
     fresh: Producer<Arc<Fib>>,
     retired: Consumer<Arc<Fib>>,
     refused: u64,
+    next_hop_packets: Arc<[Counter]>,
 }
 
 /// An lcore's end: the snapshot it forwards with.
@@ -59,6 +62,10 @@ pub struct FibReader {
     fresh: Consumer<Arc<Fib>>,
     retired: Producer<Arc<Fib>>,
     swaps: u64,
+    /// Packets this lcore forwarded through each next hop (by id), for `show ecmp`: written by
+    /// this lcore only, read by the control plane through its [`FibSender`] (relaxed, as
+    /// every [`Counter`]). Sized once, by [`Fib::max_next_hops`], so no id is ever outside it.
+    next_hop_packets: Arc<[Counter]>,
 }
 
 /// The rings of one lcore that starts with `initial` (normally
@@ -67,17 +74,22 @@ pub struct FibReader {
 pub fn fib_channel(initial: Arc<Fib>) -> (FibSender, FibReader) {
     let (fresh_tx, fresh_rx) = RingBuffer::new(RING_SLOTS);
     let (retired_tx, retired_rx) = RingBuffer::new(RING_SLOTS);
+    let next_hop_packets: Arc<[Counter]> = (0..initial.max_next_hops())
+        .map(|_| Counter::default())
+        .collect();
     (
         FibSender {
             fresh: fresh_tx,
             retired: retired_rx,
             refused: 0,
+            next_hop_packets: Arc::clone(&next_hop_packets),
         },
         FibReader {
             current: initial,
             fresh: fresh_rx,
             retired: retired_tx,
             swaps: 0,
+            next_hop_packets,
         },
     )
 }
@@ -109,6 +121,15 @@ impl FibSender {
     #[must_use]
     pub fn refused(&self) -> u64 {
         self.refused
+    }
+
+    /// Packets the lcore forwarded through each next hop, indexed by [`NextHopId::index`]
+    /// (`show ecmp`: the spread over a group's members). Monotonic; an id the builder hands out
+    /// again after a removal continues its old count, so a reader takes a baseline when it
+    /// learns of a new next hop.
+    #[must_use]
+    pub fn next_hop_packets(&self) -> &[Counter] {
+        &self.next_hop_packets
     }
 
     /// Snapshots sent that the lcore has not picked up yet.
@@ -153,6 +174,20 @@ impl FibReader {
     #[must_use]
     pub fn swaps(&self) -> u64 {
         self.swaps
+    }
+
+    /// Counts a packet forwarded through `id` (the lcore is the only writer).
+    #[inline]
+    pub fn count_next_hop(&self, id: NextHopId) {
+        if let Some(c) = self.next_hop_packets.get(id.index()) {
+            c.inc();
+        }
+    }
+
+    /// The per-next-hop packet counters (see [`FibSender::next_hop_packets`]).
+    #[must_use]
+    pub fn next_hop_packets(&self) -> &[Counter] {
+        &self.next_hop_packets
     }
 }
 
