@@ -307,6 +307,24 @@ fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_cha
         "add {add_ms} ms, delete {del_ms} ms"
     );
 
+    // 4. The host interface's carrier follows the port's link (the kernel then drops the
+    // connected route's use, and a routing daemon its session): h1's end goes down and up.
+    let carrier = |up: bool| {
+        eventually(Duration::from_secs(3), || {
+            let link = switch_run(&lab, "ip", &["link", "show", "dev", &h1]);
+            link.contains("NO-CARRIER") != up
+        })
+    };
+    assert!(carrier(true), "{h1} has no carrier with its link up");
+    lab.host_run(1, "ip", &["link", "set", HOST_DEVICE, "down"]);
+    assert!(
+        carrier(false),
+        "{h1} kept its carrier with the port down: {}",
+        switch_run(&lab, "ip", &["link", "show", "dev", &h1])
+    );
+    lab.host_run(1, "ip", &["link", "set", HOST_DEVICE, "up"]);
+    assert!(carrier(true), "{h1}'s carrier did not come back");
+
     let report = switch.stop();
     assert!(
         !report.log.contains("ERROR"),

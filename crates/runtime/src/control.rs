@@ -653,6 +653,12 @@ impl ControlPlane {
         for p in 0..self.config.ports.len() {
             let now = running.link_up(port_id(p));
             let before = std::mem::replace(&mut self.links[p], now);
+            // A routed port's host interface has the port's carrier (reference §1.5).
+            if let (Some(up), Some(host)) = (now, &self.host) {
+                if before != now {
+                    host.set_carrier(port_id(p), up);
+                }
+            }
             if before == Some(true) && now == Some(false) {
                 self.fdb_cache = None;
                 running.flush_fdb(Some(port_id(p)));

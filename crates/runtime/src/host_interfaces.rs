@@ -238,6 +238,24 @@ impl HostInterfaces {
             .map(|h| (h.port, h.tap.name(), h.counters))
     }
 
+    /// Sets the carrier of `port`'s host interface to the port's link state (`TUNSETCARRIER`):
+    /// without it the kernel keeps its connected routes, and FRR its sessions and routes, over
+    /// a dead port. A port without a host interface is ignored.
+    pub fn set_carrier(&self, port: PortId, up: bool) {
+        let Some(&Some(i)) = self.by_port.get(port.index()) else {
+            return;
+        };
+        let h = &self.ports[i];
+        match h.tap.set_carrier(up) {
+            Ok(()) => {
+                tracing::info!(interface = %h.tap.name(), up, "host interface carrier follows the port's link")
+            }
+            Err(e) => {
+                tracing::warn!(interface = %h.tap.name(), error = %e, "cannot set the host interface's carrier")
+            }
+        }
+    }
+
     /// Waits until a TAP or the netlink socket is readable, or `timeout` passes.
     pub fn wait(&self, timeout: Duration) {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
