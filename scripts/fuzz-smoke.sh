@@ -15,6 +15,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS    seconds per target (default 15)
+#   FUZZ_JOBS       targets run at once (default: the number of CPUs)
 #   FUZZ_TARGETS    space-separated subset of targets (default: all of `cargo fuzz list`)
 #   FUZZ_TOOLCHAIN  force "nightly" or "stable" instead of auto-detecting
 #   FUZZ_SANITIZER  address (default) or none
@@ -87,23 +88,53 @@ log "targets: ${targets[*]}"
 log "building all targets"
 run "${fuzz[@]}" build --sanitizer "$sanitizer"
 
-failed=()
-for target in "${targets[@]}"; do
-    scratch="fuzz/corpus-new/$target"
-    corpus="fuzz/corpus/$target"
-    seeds="fuzz/seeds/$target"
+# Targets run side by side, FUZZ_JOBS at a time (default: one per CPU), each for the full
+# `seconds`: the smoke run's wall time drops by that factor while every target keeps its budget.
+# Each target's output goes to its own log, printed whole when it ends, so logs never interleave.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz-smoke: FUZZ_JOBS must be a whole number >= 1" >&2; exit 1; }
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+run_target() {
+    local target="$1" scratch="fuzz/corpus-new/$1" corpus="fuzz/corpus/$1" seeds="fuzz/seeds/$1"
     mkdir -p "$scratch"
-    dirs=("$scratch")
+    local dirs=("$scratch")
     [[ -d "$corpus" ]] && dirs+=("$corpus")
     [[ -d "$seeds" ]] && dirs+=("$seeds")
-    log "running $target for ${seconds}s"
-    if run "${fuzz[@]}" run --sanitizer "$sanitizer" "$target" "${dirs[@]}" -- \
-        -max_total_time="$seconds" -print_final_stats=1; then
+    {
+        log "running $target for ${seconds}s"
+        run "${fuzz[@]}" run --sanitizer "$sanitizer" "$target" "${dirs[@]}" -- \
+            -max_total_time="$seconds" -print_final_stats=1
+    } >"$logs/$target.log" 2>&1
+}
+
+failed=()
+declare -A pid_of=()
+finish() {
+    local target="$1"
+    if wait "${pid_of[$target]}"; then
+        cat "$logs/$target.log"
         log "$target: OK"
     else
+        cat "$logs/$target.log"
         log "$target: FAILED (reproducer in fuzz/artifacts/$target/)"
         failed+=("$target")
     fi
+    unset "pid_of[$target]"
+}
+running=()
+for target in "${targets[@]}"; do
+    if [[ ${#running[@]} -ge $jobs ]]; then
+        finish "${running[0]}"
+        running=("${running[@]:1}")
+    fi
+    run_target "$target" &
+    pid_of[$target]=$!
+    running+=("$target")
+done
+for target in "${running[@]}"; do
+    finish "$target"
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then
