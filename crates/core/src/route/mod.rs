@@ -9,9 +9,10 @@
 //!   which keeps two copies and repaints only what changed.
 //! * [`swap`]: per-lcore SPSC rings that carry snapshots to an lcore and back.
 //!
-//! Nothing here is on a per-packet path yet except [`fib::Fib`]'s lookups and
-//! [`swap::FibReader`]; the control plane that fills the builder from the kernel is
-//! `headroom-linux-cp`.
+//! On the per-packet path: [`fib::Fib`]'s lookups and [`swap::FibReader`], read by the ingress
+//! side's routed path (`route_forward`, attached with
+//! [`crate::step::LcoreStep::attach_fib`]); the control plane that fills the builder from the
+//! kernel is `headroom-linux-cp`.
 
 pub mod ecmp;
 pub mod fib;
