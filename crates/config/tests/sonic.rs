@@ -589,3 +589,28 @@ fn a_dynamic_pool_without_size_and_no_mmu_size_is_refused() {
     );
     assert!(text.contains("--mmu-size"), "{text}");
 }
+
+#[test]
+fn interface_entries_make_routed_ports_and_their_addresses_are_left_to_the_kernel() {
+    let mut db: serde_json::Value = serde_json::from_str(&read("td3_t1.json")).unwrap();
+    db["INTERFACE"] = serde_json::json!({"Ethernet0": {}, "Ethernet0|10.1.0.1/31": {}});
+    let json = db.to_string();
+    let o = options("td3.json", &PORTS[..2]);
+    let imported = import_ok(&json, &o);
+    let ports = &imported.config.ports;
+    assert_eq!(
+        ports[0].vlan,
+        headroom_config::Vlan::Routed,
+        "{}",
+        imported.toml
+    );
+    assert_eq!(ports[1].vlan, headroom_config::Vlan::Access { vlan_id: 1 });
+    let warnings = warnings_text(&imported);
+    assert!(
+        warnings.contains("ip addr add 10.1.0.1/31 dev Ethernet0"),
+        "{warnings}"
+    );
+    let exported = sonic::export(&imported.config);
+    assert!(exported.json.contains("\"INTERFACE\""), "{}", exported.json);
+    round_trip(&json, &o);
+}

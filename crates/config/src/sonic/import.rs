@@ -155,9 +155,10 @@ enum Origin {
 }
 
 /// The tables the importer reads; any other is named in a warning.
-const KNOWN_TABLES: [&str; 22] = [
+const KNOWN_TABLES: [&str; 23] = [
     "DEVICE_METADATA",
     "PORT",
+    "INTERFACE",
     "CABLE_LENGTH",
     "BUFFER_POOL",
     "BUFFER_PROFILE",
@@ -605,6 +606,44 @@ impl Importer<'_> {
 
     // ---- the tables -----------------------------------------------------------------------------
 
+    /// `INTERFACE`: a port with an entry (`Ethernet0`, or an address key `Ethernet0|10.1.0.1/31`)
+    /// is a router interface: `vlan_mode = "routed"`. Its addresses are the kernel's (on the
+    /// port's host interface), not the configuration's: named in a warning.
+    fn interfaces(&mut self, tables: &Map<String, Value>) {
+        let entries = self.entries(tables, "INTERFACE");
+        let mut addresses: Vec<String> = Vec::new();
+        let mut routed: BTreeSet<&str> = BTreeSet::new();
+        for (key, _) in &entries {
+            let (port, address) = match key.split_once('|') {
+                Some((port, address)) => (port, Some(address)),
+                None => (*key, None),
+            };
+            if !self.kept("INTERFACE", port) {
+                continue;
+            }
+            if let Some(address) = address {
+                addresses.push(format!("ip addr add {address} dev {port}"));
+            }
+            if routed.insert(port) {
+                self.put(
+                    &["port", port, "vlan_mode"],
+                    "routed",
+                    Origin::Json(keys(&["INTERFACE", key])),
+                );
+            }
+        }
+        if !addresses.is_empty() {
+            self.warning(
+                &keys(&["INTERFACE"]),
+                format!(
+                    "router interface addresses are the kernel's, on the ports' host interfaces, \
+                     not configuration keys: once headroom runs, {}",
+                    addresses.join("; ")
+                ),
+            );
+        }
+    }
+
     fn run(mut self, tables: &Map<String, Value>) -> Result<Imported, SonicErrors> {
         for (name, value) in tables {
             if !value.is_object() {
@@ -627,6 +666,7 @@ impl Importer<'_> {
         }
         let platform = self.device_metadata(tables);
         self.port_table(tables);
+        self.interfaces(tables);
         self.cable_length(tables);
         self.buffer_pools(tables);
         self.buffer_profiles(tables);
