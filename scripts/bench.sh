@@ -21,6 +21,11 @@
 #   route        criterion: the FIB (crates/core/benches/route.rs): IPv4/IPv6 LPM lookups of
 #                headroom's DIR-16-8-8 and DIR-24-8 beside the prefix-trie crate, route updates
 #                with their publication and swap, a full build, the ECMP hash; one run.
+#   sim          the simulator on the shipped 2:1 incast at 40 Gb/s (crates/sim/benches/incast.rs):
+#                criterion CPU time per switch frame, switch frames and steps (events) per CPU
+#                second, next to the core's own per-packet cost at 1024 B (per_packet/headroom/
+#                1024 of the core section) measured in the same run, and the same two in
+#                callgrind instructions (BENCH_SIM_MS simulated ms, default 2).
 #   pool         headroom-io's frame pool: alloc + free per frame, the previous shared-queue pool
 #                (the baseline) against the per-lcore cache and the rest, as ratios of batches
 #                interleaved in one run, across two threads, and in callgrind instructions
@@ -36,10 +41,11 @@
 #   BENCH_WARMUP_S       criterion warm-up time per benchmark, seconds (default 1)
 #   BENCH_RUNS           how many times the core section runs (default 1)
 #   BENCH_ROUNDS         rounds of 128 frames per rig under callgrind (default 2000)
+#   BENCH_SIM_MS         simulated milliseconds of one run of the sim section (default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sections=(core core-instr dpdk afpacket route pool)
+sections=(core core-instr dpdk afpacket route pool sim)
 measurement_s=${BENCH_MEASUREMENT_S:-3}
 warmup_s=${BENCH_WARMUP_S:-1}
 runs=${BENCH_RUNS:-1}
@@ -541,6 +547,55 @@ section_pool() {
         [ -n "$ir" ] || { echo "scripts/bench.sh: callgrind reported nothing for $v" >&2; exit 1; }
         awk -v v="$v" -v ir="$ir" 'BEGIN {printf "%-28s %8.1f Ir/frame\n", v, ir / 32000}'
     done
+}
+
+sim_bench_exe() {
+    cargo bench -p headroom-sim --bench incast --no-run --message-format=json 2>/dev/null |
+        jq -r 'select(.reason == "compiler-artifact" and .target.name == "incast" and .executable != null) | .executable' |
+        tail -n1
+}
+
+section_sim() {
+    local sim_ms=${BENCH_SIM_MS:-2}
+    say "sim: the 2:1 incast at 40 Gb/s (config/sim/incast-2to1-40g.toml, ${sim_ms} ms simulated per run) vs the core's per-packet cost"
+    machine
+    local line frames steps
+    line=$(HEADROOM_SIM_BENCH_MS="$sim_ms" cargo bench -p headroom-sim --bench incast -- \
+        --warm-up-time "$warmup_s" --measurement-time "$measurement_s" 2>/dev/null | grep '^sim_bench:')
+    frames=$(field switch_frames "$line")
+    steps=$(field steps "$line")
+    cargo bench -p headroom-core --bench pipeline -- --warm-up-time "$warmup_s" \
+        --measurement-time "$measurement_s" per_packet/headroom/1024 >/dev/null 2>&1
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "one run: $frames switch frames, $steps steps ($(jq -n "$steps / $frames * 100 | round / 100") steps per frame)"
+    local sim_ns core_ns
+    sim_ns=$(criterion_ns_per_element sim/incast_2to1_40g)
+    core_ns=$(criterion_ns_per_element per_packet/headroom/1024)
+    printf '%-34s %12s\n' "criterion (CPU time, medians)" value
+    printf '%-34s %12.1f\n' "sim ns per switch frame" "$sim_ns"
+    printf '%-34s %12.3f   (aim: >= 1 M per wall second on one core)\n' "M switch frames per CPU second" "$(jq -n "1e3 / $sim_ns")"
+    printf '%-34s %12.3f\n' "M steps (events) per CPU second" "$(jq -n "$steps / $frames * 1e3 / $sim_ns")"
+    printf '%-34s %12.1f\n' "core ns per packet (1024 B)" "$core_ns"
+    printf '%-34s %11.1fx\n' "sim / core per frame" "$(jq -n "$sim_ns / $core_ns")"
+    need valgrind "apt-get install valgrind"
+    local exe core_exe out ir sim_frames core_ir core_frames
+    exe=$(sim_bench_exe)
+    out=$(HEADROOM_SIM_BENCH_COUNT=1 HEADROOM_SIM_BENCH_MS="$sim_ms" valgrind --tool=callgrind \
+        --callgrind-out-file=/dev/null --toggle-collect='*Sim::run_until*' "$exe" 2>&1)
+    ir=$(awk '/Collected :/ {print $NF}' <<<"$out")
+    sim_frames=$(sed -n 's/.*switch_frames=\([0-9]*\).*/\1/p' <<<"$out")
+    core_exe=$(core_bench_exe)
+    out=$(HEADROOM_BENCH_COUNT="headroom/1024/$rounds" valgrind --tool=callgrind \
+        --callgrind-out-file=/dev/null --toggle-collect='pipeline::*Rig::round' "$core_exe" 2>&1)
+    core_ir=$(awk '/Collected :/ {print $NF}' <<<"$out")
+    core_frames=$(sed -n 's/.*frames=\([0-9]*\).*/\1/p' <<<"$out")
+    [ -n "$ir" ] && [ -n "$sim_frames" ] && [ -n "$core_ir" ] && [ -n "$core_frames" ] ||
+        { echo "scripts/bench.sh: callgrind reported nothing for the sim section" >&2; exit 1; }
+    printf '%-34s %12s\n' "callgrind (instructions)" value
+    printf '%-34s %12.0f\n' "sim Ir per switch frame" "$(jq -n "$ir / $sim_frames")"
+    printf '%-34s %12.0f\n' "sim Ir per step" "$(jq -n "$ir / $steps")"
+    printf '%-34s %12.0f\n' "core Ir per packet (1024 B)" "$(jq -n "$core_ir / $core_frames")"
+    printf '%-34s %11.1fx\n' "sim / core per frame" "$(jq -n "$ir / $sim_frames / ($core_ir / $core_frames)")"
 }
 
 section_afpacket() {
