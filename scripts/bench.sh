@@ -581,7 +581,7 @@ section_sim() {
     local exe core_exe out ir sim_frames core_ir core_frames
     exe=$(sim_bench_exe)
     out=$(HEADROOM_SIM_BENCH_COUNT=1 HEADROOM_SIM_BENCH_MS="$sim_ms" valgrind --tool=callgrind \
-        --callgrind-out-file=/dev/null --toggle-collect='*Sim::run_until*' "$exe" 2>&1)
+        --callgrind-out-file=/dev/null --toggle-collect='incast::run' "$exe" 2>&1)
     ir=$(awk '/Collected :/ {print $NF}' <<<"$out")
     sim_frames=$(sed -n 's/.*switch_frames=\([0-9]*\).*/\1/p' <<<"$out")
     core_exe=$(core_bench_exe)

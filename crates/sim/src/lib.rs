@@ -245,6 +245,12 @@ pub struct Sim {
     switches: Vec<SwitchNode>,
     hosts: Vec<Host>,
     host_links: Vec<Option<(LinkId, usize)>>,
+    /// Per host: when its transmitter next needs asking for a frame, as the scan that chose the
+    /// current step found it (`Instant::ZERO`: at the next step its link is free). A host is
+    /// asked only then, or when it received a frame, or after a poke: its NIC's
+    /// `poll_timeout` names every time `handle_timeout` and `poll_transmit` have work, so the
+    /// other calls found nothing (docs/perf.md, "Simulator").
+    host_wake: Vec<Instant>,
     links: Vec<Link>,
     flows: Vec<Flow>,
     events: Vec<SimEvent>,
@@ -282,6 +288,7 @@ impl Sim {
             switches: Vec::new(),
             hosts: Vec::new(),
             host_links: Vec::new(),
+            host_wake: Vec::new(),
             links: Vec::new(),
             flows: Vec::new(),
             events: Vec::new(),
@@ -329,6 +336,7 @@ impl Sim {
         let id = HostId(self.hosts.len());
         self.hosts.push(Host::new(id, params));
         self.host_links.push(None);
+        self.host_wake.push(Instant::ZERO);
         id
     }
 
@@ -350,6 +358,7 @@ impl Sim {
         host.rdma = Some(Box::new(nic));
         self.hosts.push(host);
         self.host_links.push(None);
+        self.host_wake.push(Instant::ZERO);
         Ok(id)
     }
 
@@ -636,6 +645,21 @@ impl Sim {
     /// event; [`Instant::MAX`] when nothing will ever happen.
     #[must_use]
     pub fn next_event_time(&self) -> Instant {
+        self.scan_next_event(|_, _| {})
+    }
+
+    /// [`Sim::next_event_time`], keeping each host's wake time for the step
+    /// ([`Sim::host_wake`]).
+    fn next_event(&mut self) -> Instant {
+        let mut wake = std::mem::take(&mut self.host_wake);
+        let t = self.scan_next_event(|h, w| wake[h] = w);
+        self.host_wake = wake;
+        t
+    }
+
+    /// The next event time; `on_host(h, t)` for every host with a link: when it next has a
+    /// frame to send (`Instant::ZERO` when its link is busy: ask it once the link is free).
+    fn scan_next_event(&self, mut on_host: impl FnMut(usize, Instant)) -> Instant {
         let now = self.now;
         if self.poked {
             return now;
@@ -664,9 +688,13 @@ impl Sim {
                 continue;
             };
             if self.links[link.0].dirs[side].is_free(now) {
-                if let Some(t) = host.next_wake(now, &self.flows) {
+                let wake = host.next_wake(now, &self.flows);
+                if let Some(t) = wake {
                     consider(t);
                 }
+                on_host(h, wake.unwrap_or(Instant::MAX));
+            } else {
+                on_host(h, Instant::ZERO);
             }
         }
         next
@@ -685,7 +713,7 @@ impl Sim {
                 steps: self.steps,
             });
         }
-        let t = self.next_event_time();
+        let t = self.next_event();
         if t == Instant::MAX {
             return Err(SimError::Idle { at: self.now });
         }
@@ -698,6 +726,9 @@ impl Sim {
             t > self.now || self.poked,
             "time strictly increases between steps"
         );
+        if self.poked {
+            self.host_wake.fill(Instant::ZERO);
+        }
         self.poked = false;
         self.steps += 1;
         self.process(t);
@@ -710,7 +741,7 @@ impl Sim {
     pub fn run_until(&mut self, until: Instant) -> Result<(), SimError> {
         self.start_rdma()?;
         loop {
-            let t = self.next_event_time();
+            let t = self.next_event();
             if t > until {
                 break;
             }
@@ -745,7 +776,10 @@ impl Sim {
                     };
                     match link.ends[1 - dir] {
                         Endpoint::Switch(s, p) => self.switches[s.0].rx[p.index()].push(frame),
-                        Endpoint::Host(h) => self.hosts[h.0].receive(t, &frame, &mut self.flows),
+                        Endpoint::Host(h) => {
+                            self.hosts[h.0].receive(t, &frame, &mut self.flows);
+                            self.host_wake[h.0] = Instant::ZERO;
+                        }
                     }
                 }
             }
@@ -782,7 +816,10 @@ impl Sim {
                         }
                         pending.pop_front()
                     }
-                    Endpoint::Host(h) => self.hosts[h.0].next_frame(t, &mut self.flows),
+                    Endpoint::Host(h) if self.host_wake[h.0] <= t => {
+                        self.hosts[h.0].next_frame(t, &mut self.flows)
+                    }
+                    Endpoint::Host(_) => None,
                 };
                 if let Some(frame) = frame {
                     let params = link.params;
