@@ -5,7 +5,8 @@ use headroom_core::params::presets;
 use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_sim::{
-    Endpoint, HostParams, LinkParams, NicFaults, PfcStorm, RdmaFlowSpec, RdmaHostParams, Sim,
+    Endpoint, HostId, HostParams, LinkParams, NicFaults, PfcStorm, RdmaFlowSpec, RdmaHostParams,
+    Sim, SimConfig,
 };
 
 const GBPS: u64 = 1_000_000_000;
@@ -36,7 +37,7 @@ fn star(n: usize, rate: u64, faults: &[(usize, NicFaults)]) -> Sim {
 #[test]
 fn one_write_flow_completes_at_line_rate_without_loss() {
     let mut sim = star(2, 10 * GBPS, &[]);
-    let hosts: Vec<_> = (0..2).map(headroom_sim::HostId).collect();
+    let hosts: Vec<_> = (0..2).map(HostId).collect();
     let flow = sim
         .add_rdma_flow(RdmaFlowSpec::new(
             hosts[0],
@@ -66,7 +67,7 @@ fn one_write_flow_completes_at_line_rate_without_loss() {
 #[test]
 fn a_2_to_1_incast_is_lossless_under_pfc() {
     let mut sim = star(3, 10 * GBPS, &[]);
-    let h = |i| headroom_sim::HostId(i);
+    let h = |i| HostId(i);
     let flows: Vec<_> = (0..2)
         .map(|i| {
             sim.add_rdma_flow(RdmaFlowSpec::new(h(i), h(2), Some(4 << 20), Instant::ZERO))
@@ -115,7 +116,7 @@ fn a_nic_that_ignores_pfc_overruns_the_switch_and_a_storming_nic_pauses_it() {
         },
     )];
     let mut sim = star(3, 10 * GBPS, &faults);
-    let h = |i| headroom_sim::HostId(i);
+    let h = |i| HostId(i);
     for i in 0..2 {
         sim.add_rdma_flow(RdmaFlowSpec::new(h(i), h(2), Some(4 << 20), Instant::ZERO))
             .unwrap();
@@ -146,4 +147,57 @@ fn a_nic_that_ignores_pfc_overruns_the_switch_and_a_storming_nic_pauses_it() {
     let p1 = sim.switch(sw).shared().port_stats(PortId(1), sim.now());
     assert_eq!(p1.pfc_rx[3], 10, "one frame per 100 µs in [50 µs, 1050 µs)");
     assert_eq!(sim.host(h(1)).rdma().unwrap().stats().storm_frames_sent, 10);
+}
+
+/// The simulator asks a host's NIC for a frame only when the NIC's deadline, a received frame
+/// or a poke says it may have one (docs/perf.md, "Simulator"): a 2:1 incast with DCQCN gives
+/// the same steps, flows, switch counters and events as asking every host at every step.
+#[test]
+fn asking_hosts_only_when_due_changes_nothing() {
+    let run = |poll_every_host: bool| {
+        let rate = 40_000_000_000u64;
+        let mut sim = Sim::with_config(SimConfig {
+            poll_every_host,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        let sw = sim.add_switch(presets::simple(3, rate)).unwrap();
+        for i in 0..3u16 {
+            let mut params = RdmaHostParams::default();
+            params.nic.rp = Some(headroom_roce::dcqcn::RpParams::paper());
+            params.nic.np = Some(headroom_roce::np::NpConfig::paper());
+            let h = sim
+                .add_rdma_host(HostParams::numbered(i + 1), params)
+                .unwrap();
+            sim.connect(
+                Endpoint::Host(h),
+                Endpoint::Switch(sw, PortId(i)),
+                LinkParams::new(rate, 1000),
+            )
+            .unwrap();
+        }
+        for (i, start_us) in [(0, 0), (1, 100)] {
+            sim.add_rdma_flow(RdmaFlowSpec::new(
+                HostId(i),
+                HostId(2),
+                None,
+                Instant::from_micros(start_us),
+            ))
+            .unwrap();
+        }
+        sim.run_until(Instant::from_micros(1500)).unwrap();
+        let ports: Vec<_> = (0..3)
+            .map(|p| {
+                format!(
+                    "{:?}",
+                    sim.switch(sw).shared().port_stats(PortId(p), sim.now())
+                )
+            })
+            .collect();
+        let flows: Vec<_> = sim.rdma_flow_ids().map(|f| sim.rdma_flow(f)).collect();
+        (sim.steps(), flows, ports, format!("{:?}", sim.events()))
+    };
+    let due = run(false);
+    assert!(due.1.iter().all(|f| f.completed_bytes > 0), "{:?}", due.1);
+    assert_eq!(due, run(true));
 }
