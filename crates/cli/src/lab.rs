@@ -58,11 +58,12 @@ enum LabAction {
     /// fairness, PFC sent and honoured, ECN marks, CNPs, retransmissions, lossless drops, the
     /// bottleneck queue's depth. Builds the lab if needed and leaves it as it found it.
     Incast(incast::IncastArgs),
-    /// Build a leaf-spine fabric: a namespace per switch and per host, veth links, /31s and a
-    /// /24 per leaf, FRR with eBGP in every switch (a private ASN per leaf, one for the
-    /// spines, ECMP), the switches' headroom configurations from one template, a Prometheus
-    /// scrape configuration; waits until every BGP session is up and every host reaches every
-    /// other, then prints the topology. Running it again repairs it; `down` removes it.
+    /// Build a leaf-spine fabric: a namespace per switch and per host, veth links, a /31 per
+    /// link (host links too), a `headroom run` per switch as its dataplane (every port routed,
+    /// from one configuration template), FRR with eBGP in every switch (a private ASN per leaf,
+    /// one for the spines, ECMP), a Prometheus scrape configuration; waits until every BGP
+    /// session is up and every host reaches every other, then prints the topology. The switches
+    /// keep running after it returns; running it again repairs the fabric; `down` removes it.
     Fabric(fabric::FabricArgs),
 }
 

@@ -1,8 +1,11 @@
-//! `headroom lab fabric`: it builds exactly the plan it prints (namespaces, links, addresses,
-//! bridges, host routes, FRR with eBGP and ECMP), comes up in time, repairs a deleted link, and
-//! `down` leaves nothing behind (namespaces, FRR processes and directories, files).
+//! `headroom lab fabric`: it builds exactly the plan it prints (namespaces, links, a `headroom
+//! run` per switch with its host interfaces, addresses, host routes, FRR with eBGP and ECMP),
+//! comes up in time, forwards host to host through headroom (not the kernels), repairs a deleted
+//! link and a stopped switch, and `down` leaves nothing behind (namespaces, headroom and FRR
+//! processes and directories, files).
 //!
-//! Needs root, iproute2 and FRR (Debian `frr`); fails, never skips, without them.
+//! Needs root, iproute2, FRR (Debian `frr`), tcpdump, tshark and python3; fails, never skips,
+//! without them.
 
 mod common;
 
@@ -25,7 +28,7 @@ struct Fabric {
 
 impl Fabric {
     fn new() -> Self {
-        common::require(&["vtysh", "ping", "ethtool"]);
+        common::require(&["vtysh", "ping", "ethtool", "tcpdump", "tshark", "python3"]);
         let lock = TestLock::acquire();
         remove_stale_fabrics();
         static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -48,6 +51,67 @@ impl Fabric {
                 .args(args),
         );
         serde_json::from_slice(&out.stdout).expect("the --json output")
+    }
+
+    /// `headroom show --switch NAME ARGS --json`.
+    fn show(&self, switch: &str, args: &[&str]) -> Value {
+        let out = run_ok(
+            Command::new(HEADROOM)
+                .args(["show", "--fabric", &self.prefix, "--switch", switch])
+                .args(args)
+                .arg("--json"),
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Packets switch `name` routed in on all its ports (`rif_in_packets`).
+    fn routed_in(&self, name: &str) -> u64 {
+        let view = self.show(name, &["host-interfaces"]);
+        view["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["rif_in_packets"].as_u64().unwrap())
+            .sum()
+    }
+
+    /// The pid of switch `name`'s `headroom run`.
+    fn pid(&self, name: &str) -> i32 {
+        let path = format!("/run/headroom/{}-fabric/{name}.pid", self.prefix);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Each switch's `headroom run` CPU time (all threads) over `window`, in % of one CPU.
+    fn idle_cpu_percent(&self, window: std::time::Duration) -> Vec<(String, f64)> {
+        let names = ["spine1", "spine2", "leaf1", "leaf2"];
+        let ticks = |pid: i32| -> u64 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            // Fields after the command (in parentheses): utime and stime are 14 and 15.
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+        };
+        let pids: Vec<i32> = names.iter().map(|n| self.pid(n)).collect();
+        let before: Vec<u64> = pids.iter().map(|&p| ticks(p)).collect();
+        let start = std::time::Instant::now();
+        std::thread::sleep(window);
+        let elapsed = start.elapsed().as_secs_f64();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        names
+            .iter()
+            .zip(pids.iter().zip(before))
+            .map(|(n, (&p, b))| {
+                (
+                    (*n).to_owned(),
+                    (ticks(p) - b) as f64 / hz / elapsed * 100.0,
+                )
+            })
+            .collect()
     }
 
     fn down(&self) -> String {
@@ -93,6 +157,92 @@ fn remove_stale_fabrics() {
         let _ = Command::new(HEADROOM)
             .args(["lab", "fabric", "down", "--prefix", &prefix])
             .output();
+    }
+}
+
+/// The kernel's `Ip: ForwDatagrams` in `namespace` (/proc/net/snmp).
+fn forwarded(namespace: &str) -> u64 {
+    let out =
+        run_ok(Command::new("ip").args(["netns", "exec", namespace, "cat", "/proc/net/snmp"]));
+    let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
+    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
+    let column = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .unwrap();
+    values
+        .split_whitespace()
+        .nth(column)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// tcpdump in a namespace, read back with tshark.
+struct Capture {
+    process: common::Background,
+    path: std::path::PathBuf,
+}
+
+impl Capture {
+    fn start(namespace: &str, path: &Path, filter: &str) -> Self {
+        let mut tcpdump = Command::new("ip");
+        tcpdump
+            .args(["netns", "exec", namespace, "tcpdump", "-i", "eth0", "-n"])
+            .args(["--immediate-mode", "-U", "-w"])
+            .arg(path)
+            .arg(filter);
+        let process = common::Background::spawn(tcpdump);
+        assert!(
+            common::eventually(std::time::Duration::from_secs(10), || process
+                .stderr()
+                .contains("listening on")),
+            "tcpdump did not start: {}",
+            process.stderr()
+        );
+        Self {
+            process,
+            path: path.to_owned(),
+        }
+    }
+
+    /// Stops tcpdump (SIGINT: it writes what it has) and returns `field|field|...` per frame.
+    fn stop_and_read(self, fields: &[&str]) -> Vec<String> {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(
+                i32::try_from(self.process.child.id()).unwrap(),
+                libc::SIGINT,
+            )
+        };
+        assert!(
+            common::eventually(std::time::Duration::from_secs(5), || self
+                .process
+                .stderr()
+                .contains("packets captured")),
+            "tcpdump did not stop: {}",
+            self.process.stderr()
+        );
+        drop(self.process);
+        let mut tshark = Command::new("tshark");
+        tshark.arg("-r").arg(&self.path).args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-T",
+            "fields",
+            "-E",
+            "separator=|",
+        ]);
+        for f in fields {
+            tshark.args(["-e", f]);
+        }
+        let out = run_ok(&mut tshark);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
     }
 }
 
@@ -204,23 +354,17 @@ fn assert_built_as_planned(plan: &Value) {
     for s in switches {
         let ns = s["namespace"].as_str().unwrap();
         let ports = s["ports"].as_array().unwrap();
+        // The dataplane devices and headroom's host interface of each.
         let mut expected: BTreeSet<String> = ports
             .iter()
-            .map(|p| p["device"].as_str().unwrap().to_owned())
+            .flat_map(|p| {
+                [
+                    p["device"].as_str().unwrap().to_owned(),
+                    p["name"].as_str().unwrap().to_owned(),
+                ]
+            })
             .collect();
         expected.insert("lo".into());
-        if let Some(v) = s["host_subnet"].as_object() {
-            let bridge = v["interface"].as_str().unwrap();
-            expected.insert(bridge.to_owned());
-            assert_eq!(
-                addresses(ns, bridge),
-                BTreeSet::from([format!(
-                    "{}/{}",
-                    v["gateway"].as_str().unwrap(),
-                    v["prefix_len"]
-                )])
-            );
-        }
         assert_eq!(links(ns), expected, "{ns}");
         assert_eq!(
             addresses(ns, "lo"),
@@ -233,30 +377,31 @@ fn assert_built_as_planned(plan: &Value) {
         let mut peers = BTreeSet::new();
         for p in ports {
             let device = p["device"].as_str().unwrap();
-            let link = ip_json(ns, &["link", "show", "dev", device]);
-            let link = &link[0];
-            assert!(
-                link["flags"].as_array().unwrap().iter().any(|f| f == "UP"),
-                "{ns} {device}"
+            let tap = p["name"].as_str().unwrap();
+            for dev in [device, tap] {
+                let link = ip_json(ns, &["link", "show", "dev", dev]);
+                assert!(
+                    link[0]["flags"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f == "UP"),
+                    "{ns} {dev}"
+                );
+            }
+            // headroom owns the veth end; the kernel's address is on the host interface.
+            assert!(addresses(ns, device).is_empty(), "{ns} {device}");
+            let addr = p["address"]["address"].as_str().unwrap();
+            assert_eq!(
+                addresses(ns, tap),
+                BTreeSet::from([format!("{addr}/31")]),
+                "{ns} {tap}"
             );
-            match p["address"].as_object() {
-                Some(a) => {
-                    let addr = a["address"].as_str().unwrap();
-                    assert_eq!(
-                        addresses(ns, device),
-                        BTreeSet::from([format!("{addr}/31")]),
-                        "{ns} {device}"
-                    );
-                    // The peer is the other address of the /31, in the other switch's AS.
-                    let ours: std::net::Ipv4Addr = addr.parse().unwrap();
-                    let theirs = std::net::Ipv4Addr::from(u32::from(ours) ^ 1);
-                    let far = p["peer"]["switch"]["name"].as_str().unwrap();
-                    peers.insert((theirs.to_string(), asn_of(far), "Established".to_owned()));
-                }
-                None => {
-                    assert!(addresses(ns, device).is_empty(), "{ns} {device}");
-                    assert_eq!(link["master"], "Vlan1000", "{ns} {device}");
-                }
+            if let Some(far) = p["peer"]["switch"]["name"].as_str() {
+                // The peer is the other address of the /31, in the other switch's AS.
+                let ours: std::net::Ipv4Addr = addr.parse().unwrap();
+                let theirs = std::net::Ipv4Addr::from(u32::from(ours) ^ 1);
+                peers.insert((theirs.to_string(), asn_of(far), "Established".to_owned()));
             }
         }
         assert_eq!(bgp_peers(ns), peers, "BGP of {ns}");
@@ -277,7 +422,7 @@ fn assert_built_as_planned(plan: &Value) {
         );
         assert_eq!(
             addresses(ns, "eth0"),
-            BTreeSet::from([format!("{}/24", h["address"].as_str().unwrap())])
+            BTreeSet::from([format!("{}/31", h["address"].as_str().unwrap())])
         );
         let routes = ip_json(ns, &["route", "show", "default"]);
         assert_eq!(routes[0]["gateway"], h["gateway"], "{ns}");
@@ -296,7 +441,8 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
     assert!(ready < 60.0, "up in {ready} s");
     assert_eq!(up["bgp_sessions_established"], 8);
     assert_eq!(up["bgp_sessions_expected"], 8);
-    assert_eq!(up["ecmp_routes"], 2);
+    // One route per host of the other leaf (its /31), with one path per spine.
+    assert_eq!(up["ecmp_routes"], 4);
     assert_eq!(
         (
             up["host_pairs_reachable"].as_u64(),
@@ -307,8 +453,9 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
     eprintln!("2x2x2 fabric up in {ready:.1} s");
     assert_built_as_planned(plan);
 
-    // ECMP in the kernel: leaf1 reaches leaf2's hosts through both spines.
-    let route = ip_json(&format!("{p}-leaf1"), &["route", "show", "10.2.2.0/24"]);
+    // ECMP in the kernel: leaf1 reaches leaf2's host4 (its /31) through both spines, and so
+    // does headroom's FIB, mirrored from it.
+    let route = ip_json(&format!("{p}-leaf1"), &["route", "show", "10.2.2.2/31"]);
     let hops: BTreeSet<&str> = route[0]["nexthops"]
         .as_array()
         .unwrap()
@@ -316,29 +463,119 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
         .map(|h| h["gateway"].as_str().unwrap())
         .collect();
     assert_eq!(hops, BTreeSet::from(["10.1.1.0", "10.1.1.2"]));
-    // Across the spines, host1 → host4, TTL 64 - 3 hops (leaf, spine, leaf).
+    let fib = fabric.show("leaf1", &["ip", "route"]);
+    let mirrored = fib["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["prefix"] == "10.2.2.2/31")
+        .unwrap_or_else(|| panic!("no 10.2.2.2/31 in leaf1's headroom FIB: {fib:#}"));
+    assert_eq!(mirrored["code"], "B", "{mirrored}");
+    assert_eq!(mirrored["action"], "ecmp", "{mirrored}");
+    let hops: BTreeSet<&str> = mirrored["next_hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["via"].as_str().unwrap())
+        .collect();
+    assert_eq!(hops, BTreeSet::from(["10.1.1.0", "10.1.1.2"]));
+
+    // headroom forwards, not the kernels: host1 → host4 (UDP, as RoCEv2 to 4791, and ping)
+    // crosses leaf1, a spine and leaf2 — TTL 64 − 3 and a good checksum at host4 — while every
+    // switch kernel's `Ip: ForwDatagrams` stays flat and headroom's routed counters rise.
+    let switches = ["spine1", "spine2", "leaf1", "leaf2"];
+    let kernel_before: Vec<u64> = switches
+        .iter()
+        .map(|s| forwarded(&format!("{p}-{s}")))
+        .collect();
+    let routed_before: Vec<u64> = switches.iter().map(|s| fabric.routed_in(s)).collect();
+    let pcap = tempfile::NamedTempFile::new().unwrap();
+    let capture = Capture::start(&format!("{p}-host4"), pcap.path(), "udp port 4791");
+    const DATAGRAMS: u64 = 200;
+    run_ok(Command::new("ip").args([
+        "netns",
+        "exec",
+        &format!("{p}-host1"),
+        "python3",
+        "-c",
+        &format!(
+            "import socket, time\n\
+             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+             s.bind(('10.2.1.1', 49152))\n\
+             for i in range({DATAGRAMS}):\n    \
+             s.sendto(bytes(256), ('10.2.2.3', 4791))\n    \
+             time.sleep(0.002)\n"
+        ),
+    ]));
     let out = run_ok(Command::new("ip").args([
         "netns",
         "exec",
         &format!("{p}-host1"),
         "ping",
         "-c",
-        "1",
+        "5",
+        "-i",
+        "0.1",
         "-W",
         "2",
-        "10.2.2.12",
+        "10.2.2.3",
     ]));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("ttl=61"), "{text}");
+    assert!(
+        text.contains("5 packets transmitted, 5 received") && text.contains("ttl=61"),
+        "{text}"
+    );
+    let rows = capture.stop_and_read(&["ip.ttl", "ip.checksum.status", "udp.srcport"]);
+    assert_eq!(rows.len() as u64, DATAGRAMS, "{rows:?}");
+    for r in &rows {
+        // TTL 64 − 3 hops (leaf1, a spine, leaf2); checksum status 1 = Good.
+        assert_eq!(
+            r, "61|1|49152",
+            "TTL, checksum status, source port: {rows:?}"
+        );
+    }
+    let kernel_after: Vec<u64> = switches
+        .iter()
+        .map(|s| forwarded(&format!("{p}-{s}")))
+        .collect();
+    assert_eq!(
+        kernel_after, kernel_before,
+        "a switch kernel forwarded what headroom should have ({switches:?})"
+    );
+    let routed: Vec<u64> = switches
+        .iter()
+        .zip(&routed_before)
+        .map(|(s, before)| fabric.routed_in(s) - before)
+        .collect();
+    eprintln!("routed packets during the flow (spine1, spine2, leaf1, leaf2): {routed:?}");
+    // Both leaves route every datagram and echo (request one way, reply the other); the
+    // spines share them by the ECMP hash.
+    for (s, n) in switches.iter().zip(&routed).skip(2) {
+        assert!(*n >= DATAGRAMS + 10, "{s} routed {n}");
+    }
+    assert!(routed[0] + routed[1] >= DATAGRAMS + 10, "{routed:?}");
+
+    // Idle, the switches' lcores sleep instead of spinning (adaptive polling): a busy-polling
+    // lcore would show as about 100 %.
+    let cpu = fabric.idle_cpu_percent(std::time::Duration::from_secs(5));
+    eprintln!("idle CPU per switch over 5 s (% of one CPU): {cpu:?}");
+    for (s, c) in &cpu {
+        assert!(*c < 30.0, "{s} uses {c:.1} % of a CPU idle: {cpu:?}");
+    }
 
     // Again: nothing to repair.
     let again = fabric.up(&[]);
     assert_eq!(again["bring_up"]["repaired"], serde_json::json!([]));
     assert_eq!(&again["plan"], plan);
 
-    // A link deleted (both ends go): put back with its addresses, and BGP over it again.
+    // A link deleted (both ends go) and a switch's headroom killed: the link is put back with
+    // its addresses, the headroom of both its ends (they held the old devices) and the killed
+    // one run again, and BGP and every host pair work again.
     run_ok(Command::new("ip").args(["-n", &format!("{p}-spine2"), "link", "del", "swp1"]));
     assert!(!links(&format!("{p}-leaf1")).contains("swp2"));
+    let killed = fabric.pid("leaf2");
+    // SAFETY: kill(2) on a pid the fabric's pid file names (a headroom it started).
+    unsafe { libc::kill(killed, libc::SIGKILL) };
     let repaired = fabric.up(&[]);
     let changes: Vec<String> = repaired["bring_up"]["repaired"]
         .as_array()
@@ -346,10 +583,16 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
         .iter()
         .map(|c| c.as_str().unwrap().to_owned())
         .collect();
-    assert!(
-        changes.contains(&format!("created link {p}-leaf1:swp2 - {p}-spine2:swp1")),
-        "{changes:?}"
-    );
+    for change in [
+        format!("created link {p}-leaf1:swp2 - {p}-spine2:swp1"),
+        format!("headroom restarted in {p}-leaf1"),
+        format!("headroom restarted in {p}-spine2"),
+        format!("headroom started in {p}-leaf2"),
+    ] {
+        assert!(changes.contains(&change), "{change} in {changes:?}");
+    }
+    assert_ne!(fabric.pid("leaf2"), killed);
+    assert_eq!(repaired["bring_up"]["host_pairs_reachable"], 12);
     assert_built_as_planned(plan);
 
     // Down: nothing left.
@@ -367,6 +610,7 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
         assert!(left.is_empty(), "{root}: {left:?}");
     }
     assert!(!Path::new(&format!("/run/headroom/{p}-fabric")).exists());
+    // No headroom (its command line names /run/headroom/P-fabric/...) and no FRR left.
     assert_eq!(processes_of(&p), Vec::<String>::new());
     // And down again: nothing to do.
     assert_eq!(fabric.down().trim(), format!("no fabric {p:?} to remove"));

@@ -14,8 +14,9 @@
 //!   numbered neighbours (the far end of each /31).
 //! * `bgp bestpath as-path multipath-relax`: with every spine in one ASN equal AS_PATHs already
 //!   make multipath; relax keeps it when ASNs differ (other tiers, a prefix from two leaves).
-//! * Each switch announces its loopback and a leaf its hosts' /24 (`network`), and installs up to
-//!   `maximum-paths` equal paths (ECMP).
+//! * Each switch announces its loopback and a leaf each of its hosts' /31s (`network`: exactly
+//!   the planned prefixes, not every connected route), and installs up to `maximum-paths` equal
+//!   paths (ECMP).
 
 use super::plan::{InterfaceAddress, Plan, Role, Switch, LEAF_PEER_GROUP, SPINE_PEER_GROUP};
 use std::fmt::Write as _;
@@ -70,12 +71,8 @@ impl FrrConfig {
             address: switch.loopback,
             prefix_len: 32,
         }];
-        if let Some(subnet) = &switch.host_subnet {
-            networks.push(InterfaceAddress {
-                address: subnet.network,
-                prefix_len: subnet.prefix_len,
-            });
-        }
+        // A leaf's host links: the leaf's end is the /31's even address, i.e. its network.
+        networks.extend(switch.host_ports().map(|(_, a)| a));
         Self {
             hostname: switch.name.clone(),
             bgp: Bgp {
@@ -213,7 +210,8 @@ router bgp 65002
  !
  address-family ipv4 unicast
   network 10.255.1.2/32
-  network 10.2.2.0/24
+  network 10.2.2.0/31
+  network 10.2.2.2/31
   maximum-paths 64
  exit-address-family
 exit
@@ -281,6 +279,6 @@ exit
         let path = dir.path().join("broken.conf");
         std::fs::write(&path, broken).unwrap();
         let e = check_with_frr(&path).unwrap_err();
-        assert!(e.contains("line 19") && e.contains("maximum-pathz"), "{e}");
+        assert!(e.contains("line 20") && e.contains("maximum-pathz"), "{e}");
     }
 }

@@ -3,13 +3,13 @@
 //! eBGP in every switch namespace ([`frr`]), the headroom configuration of every switch from one
 //! template ([`switch_config`]), and a Prometheus scrape configuration of all of them.
 //!
-//! Until headroom forwards routed traffic (routing phase B), the switches' kernels are the
-//! dataplane: the fabric addresses sit on the `swp` veth ends, a leaf's host ports are in a Linux
-//! bridge `Vlan1000` holding the hosts' gateway, and the kernel forwards along the ECMP routes FRR
-//! installs. That is the reference run of the topology; with headroom the same addresses move to
-//! the host interfaces headroom creates (`Ethernet{k}` for `swp{k+1}`, `Vlan1000`), and the FRR
-//! configuration does not change (its neighbours are addresses, not interfaces). See
-//! docs/fabric.md.
+//! headroom is every switch's dataplane: one `headroom run` (AF_PACKET on the `swp` veth ends,
+//! every port routed) per switch namespace, started detached with a pid file and a log in the
+//! fabric's run-time directory. The addresses sit on the host interfaces headroom creates
+//! (`Ethernet{k}` for `swp{k+1}`), FRR peers over them and fills the kernel's FIB, headroom
+//! mirrors it and forwards; the kernel keeps IP forwarding on only for what headroom punts to
+//! it (neighbour resolution, ICMP errors). A leaf's hosts each have a routed /31 to it (no SVI
+//! yet). See docs/fabric.md.
 //!
 //! Everything is idempotent: `up` creates what is missing, puts back what differs from the plan
 //! (a deleted link, a changed address, a stopped FRR) and leaves what is right alone; `down`
@@ -36,6 +36,8 @@ use plan::{
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -47,6 +49,11 @@ const DEFAULT_TIMEOUT_S: u64 = 90;
 const PLAN_FILE: &str = "plan.json";
 /// The scrape configuration of the fabric's switches.
 const SCRAPE_FILE: &str = "prometheus.yml";
+/// The Linux bridge that held a leaf's host gateway when the kernel was the dataplane (phase A);
+/// `up` removes it from a fabric built then.
+const OLD_HOST_BRIDGE: &str = "Vlan1000";
+/// How often `up` looks again at what it waits for.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// `headroom lab fabric [up] [OPTIONS]` / `headroom lab fabric down`.
 #[derive(Debug, Args)]
@@ -172,7 +179,7 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
                 )),
             }
         })?;
-        switch_configs.push((path, text));
+        switch_configs.push((switch.name.clone(), path, text));
     }
     let mut bring_up = BringUp::default();
     if args.dry_run {
@@ -182,7 +189,9 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
     check_privileges()?;
     check_frr()?;
     remove_extra_namespaces(&plan, &mut bring_up)?;
-    build_network(&plan, &mut bring_up)?;
+    // Switches whose namespace or links were (re)created: a running headroom there holds the
+    // old devices (or namespace) and restarts.
+    let mut restart = build_network(&plan, &mut bring_up)?;
 
     // Files: the plan, the switches' configurations, the scrape configuration, FRR's.
     let dir = fabric_dir(&spec.prefix);
@@ -190,19 +199,29 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
         .map_err(|e| LabError::Failed(format!("creating {}: {e}", dir.display())))?;
     let plan_text =
         serde_json::to_string_pretty(&plan).map_err(|e| LabError::Failed(e.to_string()))?;
-    let mut files = vec![(dir.join(PLAN_FILE), plan_text)];
-    files.extend(switch_configs);
-    files.push((dir.join(SCRAPE_FILE), scrape_config(&plan)));
+    let files = [
+        (dir.join(PLAN_FILE), plan_text),
+        (dir.join(SCRAPE_FILE), scrape_config(&plan)),
+    ];
     for (path, text) in &files {
         write_file(path, text)?;
         bring_up.files.push(path.display().to_string());
     }
+    // The dataplanes: a switch whose configuration changed restarts too.
+    for (name, path, text) in &switch_configs {
+        if write_file(path, text)? {
+            restart.insert(name.clone());
+        }
+        bring_up.files.push(path.display().to_string());
+    }
+    let deadline = started + Duration::from_secs(args.timeout);
+    start_switches(&plan, &restart, deadline, &mut bring_up)?;
+    set_switch_addresses(&plan, &mut bring_up)?;
     for switch in &plan.switches {
         let config = FrrConfig::for_switch(&plan, switch);
         let restart = write_frr_instance(&switch.namespace, &config, &mut bring_up)?;
         start_frr(&switch.namespace, restart, &mut bring_up)?;
     }
-    let deadline = started + Duration::from_secs(args.timeout);
     wait_until_up(&plan, deadline, &mut bring_up)?;
     bring_up.ready_after_s = started.elapsed().as_secs_f64();
     print_up(&plan, &bring_up, args.json, false)?;
@@ -258,16 +277,18 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), LabError> {
+/// Writes `text` to `path` unless it already says that; whether it wrote.
+fn write_file(path: &Path, text: &str) -> Result<bool, LabError> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
-        return Ok(());
+        return Ok(false);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| LabError::Failed(format!("creating {}: {e}", dir.display())))?;
     }
     std::fs::write(path, text)
-        .map_err(|e| LabError::Failed(format!("writing {}: {e}", path.display())))
+        .map_err(|e| LabError::Failed(format!("writing {}: {e}", path.display())))?;
+    Ok(true)
 }
 
 /// The fabric's namespaces that exist now.
@@ -288,6 +309,12 @@ fn remove_extra_namespaces(plan: &Plan, bring_up: &mut BringUp) -> Result<(), La
     let wanted: BTreeSet<String> = plan.namespaces().into_iter().collect();
     for name in existing_namespaces(&plan.spec.prefix) {
         if !wanted.contains(&name) {
+            if let Some(switch) = name
+                .strip_prefix(&plan.spec.prefix)
+                .and_then(|n| n.strip_prefix('-'))
+            {
+                stop_switch(&plan.spec.prefix, switch);
+            }
             stop_frr(&name);
             ip(&["netns", "del", &name], None)?;
             remove_frr_dirs(&name)?;
@@ -340,12 +367,21 @@ fn set_addresses(
     Ok(())
 }
 
-/// Namespaces, sysctls, links, addresses, bridges and host routes.
-fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
+/// Namespaces, sysctls, links, addresses and host routes; the names of the switches whose
+/// namespace or links it (re)created.
+fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<BTreeSet<String>, LabError> {
+    let mut touched = BTreeSet::new();
+    let switch_of = |namespace: &str| {
+        plan.switches
+            .iter()
+            .find(|s| s.namespace == namespace)
+            .map(|s| s.name.clone())
+    };
     for ns in plan.namespaces() {
         if !namespace_exists(&ns) {
             ensure_namespace(&ns)?;
             bring_up.repaired.push(format!("created namespace {ns}"));
+            touched.extend(switch_of(&ns));
         }
         // IPv4 only: no router advertisements, MLD or DAD in the fabric's captures.
         for key in [
@@ -358,8 +394,9 @@ fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
     }
     for switch in &plan.switches {
         let ns = &switch.namespace;
-        // The kernel forwards (the reference dataplane) and answers what is punted to it;
-        // multipath hashing on the 5-tuple (policy 1), as headroom's ECMP does.
+        // headroom forwards; the kernel keeps forwarding on so that it answers what headroom
+        // punts to it (resolves next hops, sends ICMP errors: reference §1.4). Multipath hashing
+        // on the 5-tuple (policy 1) for what the kernel itself sends.
         sysctl(ns, "net.ipv4.ip_forward", "1")?;
         sysctl(ns, "net.ipv4.fib_multipath_hash_policy", "1")?;
         for key in [
@@ -402,6 +439,8 @@ fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
             "created link {}:{} - {}:{}",
             a.namespace, a.device, b.namespace, b.device
         ));
+        touched.extend(switch_of(&a.namespace));
+        touched.extend(switch_of(&b.namespace));
     }
     for switch in &plan.switches {
         let ns = &switch.namespace;
@@ -411,37 +450,17 @@ fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
             &[format!("{}/32", switch.loopback), "127.0.0.1/8".into()],
             bring_up,
         )?;
-        if let Some(subnet) = &switch.host_subnet {
-            let bridge = &subnet.interface;
-            if !link_exists(ns, bridge) {
-                ip(&["-n", ns, "link", "add", bridge, "type", "bridge"], None)?;
-                bring_up
-                    .repaired
-                    .push(format!("created bridge {bridge} in {ns}"));
-            }
-            set_addresses(
-                ns,
-                bridge,
-                &[format!("{}/{}", subnet.gateway, subnet.prefix_len)],
-                bring_up,
-            )?;
-            ip(&["-n", ns, "link", "set", bridge, "up"], None)?;
+        // The dataplane devices carry no address (headroom owns them; the addresses are on its
+        // host interfaces), and a bridge of an older fabric is removed.
+        if link_exists(ns, OLD_HOST_BRIDGE) {
+            ip(&["-n", ns, "link", "del", OLD_HOST_BRIDGE], None)?;
+            bring_up
+                .repaired
+                .push(format!("removed bridge {OLD_HOST_BRIDGE} in {ns}"));
         }
         for port in &switch.ports {
             offloads_off(ns, &port.device)?;
-            match &port.address {
-                Some(a) => set_addresses(ns, &port.device, &[a.to_string()], bring_up)?,
-                None => {
-                    let bridge = switch
-                        .host_subnet
-                        .as_ref()
-                        .map_or("", |s| s.interface.as_str());
-                    ip(
-                        &["-n", ns, "link", "set", &port.device, "master", bridge],
-                        None,
-                    )?;
-                }
-            }
+            set_addresses(ns, &port.device, &[], bring_up)?;
             ip(&["-n", ns, "link", "set", &port.device, "up"], None)?;
         }
     }
@@ -474,6 +493,152 @@ fn build_network(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
             None,
         )?;
         offloads_off(ns, dev)?;
+    }
+    Ok(touched)
+}
+
+/// Switch `name`'s `headroom run` pid file.
+fn pid_path(prefix: &str, name: &str) -> PathBuf {
+    fabric_dir(prefix).join(format!("{name}.pid"))
+}
+
+/// Switch `name`'s `headroom run` log (its stdout and stderr).
+fn log_path(prefix: &str, name: &str) -> PathBuf {
+    fabric_dir(prefix).join(format!("{name}.log"))
+}
+
+/// The pid of switch `name`'s `headroom run`, if its pid file names a live headroom process
+/// started with this switch's configuration.
+fn switch_pid(prefix: &str, name: &str) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(pid_path(prefix, name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let config = config_path(prefix, name);
+    let names_config = cmdline
+        .split(|&b| b == 0)
+        .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)) == config);
+    (comm.trim() == "headroom" && names_config).then_some(pid)
+}
+
+/// Stops switch `name`'s `headroom run` (SIGTERM, then SIGKILL after 5 s) and removes its pid
+/// file.
+fn stop_switch(prefix: &str, name: &str) {
+    if let Some(pid) = switch_pid(prefix, name).and_then(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let end = Instant::now() + Duration::from_secs(5);
+        while Path::new(&format!("/proc/{}", pid.as_raw_nonzero())).exists() {
+            if Instant::now() >= end {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let _ = std::fs::remove_file(pid_path(prefix, name));
+}
+
+/// Starts `headroom run` in every switch namespace where it does not run (or runs an older
+/// configuration: `changed`), detached from this process (its own process group, output to the
+/// switch's log), and waits until each has created its host interfaces.
+fn start_switches(
+    plan: &Plan,
+    changed: &BTreeSet<String>,
+    deadline: Instant,
+    bring_up: &mut BringUp,
+) -> Result<(), LabError> {
+    let prefix = &plan.spec.prefix;
+    let program = std::env::current_exe()
+        .map_err(|e| LabError::Failed(format!("where is this headroom binary? {e}")))?;
+    let mut started = Vec::new();
+    for switch in &plan.switches {
+        let running = switch_pid(prefix, &switch.name);
+        if running.is_some() && !changed.contains(&switch.name) {
+            continue;
+        }
+        if running.is_some() {
+            stop_switch(prefix, &switch.name);
+        }
+        let log_file = log_path(prefix, &switch.name);
+        let log = std::fs::File::create(&log_file)
+            .map_err(|e| LabError::Failed(format!("creating {}: {e}", log_file.display())))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| LabError::Failed(format!("{}: {e}", log_file.display())))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &switch.namespace])
+            .arg(&program)
+            .arg("run")
+            .arg("--config")
+            .arg(config_path(prefix, &switch.name))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            // Its own process group: a Ctrl-C of `up` does not stop the fabric.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                LabError::Failed(format!("starting headroom in {}: {e}", switch.namespace))
+            })?;
+        // `ip netns exec` execs the program: the child is the switch.
+        write_file(
+            &pid_path(prefix, &switch.name),
+            &format!("{}\n", child.id()),
+        )?;
+        bring_up.repaired.push(format!(
+            "headroom {} in {}",
+            if running.is_some() {
+                "restarted"
+            } else {
+                "started"
+            },
+            switch.namespace
+        ));
+        started.push((switch, child));
+    }
+    for (switch, mut child) in started {
+        loop {
+            let ready = switch
+                .ports
+                .iter()
+                .all(|p| link_exists(&switch.namespace, &p.name));
+            if ready {
+                break;
+            }
+            let exited = child.try_wait().ok().flatten();
+            if exited.is_some() || Instant::now() >= deadline {
+                let log =
+                    std::fs::read_to_string(log_path(prefix, &switch.name)).unwrap_or_default();
+                return Err(LabError::Failed(format!(
+                    "headroom in {} {} before its host interfaces were up; its log ({}):\n{}",
+                    switch.namespace,
+                    exited.map_or_else(|| "timed out".to_owned(), |s| format!("exited ({s})")),
+                    log_path(prefix, &switch.name).display(),
+                    log.trim_end()
+                )));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+        // The child is reaped by init when `up` exits; dropping the handle does not stop it.
+        drop(child);
+    }
+    Ok(())
+}
+
+/// Every switch port's /31 on its host interface `Ethernet{k}` (created by headroom).
+fn set_switch_addresses(plan: &Plan, bring_up: &mut BringUp) -> Result<(), LabError> {
+    for switch in &plan.switches {
+        let ns = &switch.namespace;
+        for port in &switch.ports {
+            if let Some(a) = &port.address {
+                set_addresses(ns, &port.name, &[a.to_string()], bring_up)?;
+            }
+            ip(&["-n", ns, "link", "set", &port.name, "up"], None)?;
+        }
     }
     Ok(())
 }
@@ -625,18 +790,14 @@ fn established_sessions(namespace: &str) -> usize {
     })
 }
 
-/// (namespace, prefix, paths) of every route a leaf must have to another leaf's hosts: one path
-/// per spine.
+/// (namespace, prefix, paths) of every route a leaf must have to another leaf's hosts' /31s: one
+/// path per spine.
 fn expected_ecmp_routes(plan: &Plan) -> Vec<(String, String, usize)> {
     let mut routes = Vec::new();
     for leaf in plan.leaves() {
         for other in plan.leaves().filter(|o| o.name != leaf.name) {
-            if let Some(v) = &other.host_subnet {
-                routes.push((
-                    leaf.namespace.clone(),
-                    format!("{}/{}", v.network, v.prefix_len),
-                    plan.spec.spines,
-                ));
+            for (_, a) in other.host_ports() {
+                routes.push((leaf.namespace.clone(), a.to_string(), plan.spec.spines));
             }
         }
     }
@@ -820,7 +981,7 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "headroom lab fabric {p:?}: {} spines, {} leaves, {} hosts at {} (kernel dataplane, FRR eBGP)",
+        "headroom lab fabric {p:?}: {} spines, {} leaves, {} hosts at {} (headroom dataplanes, FRR eBGP)",
         plan.spec.spines,
         plan.spec.leaves,
         plan.hosts.len(),
@@ -863,9 +1024,8 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
                 plan::Peer::Host { name } => {
                     let host = plan.hosts.iter().find(|h| &h.name == name);
                     format!(
-                        "{name} {} (in {})",
-                        host.map_or(String::new(), |h| h.address.to_string()),
-                        s.host_subnet.as_ref().map_or("", |v| v.interface.as_str())
+                        "{name} {}",
+                        host.map_or(String::new(), |h| h.address.to_string())
                     )
                 }
             };
@@ -891,18 +1051,6 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
                 port.address
                     .map_or_else(|| "-".to_owned(), |a| a.to_string()),
                 peer,
-            ]);
-        }
-        if let Some(v) = &s.host_subnet {
-            switches.row([
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                v.interface.clone(),
-                "bridge".into(),
-                format!("{}/{}", v.gateway, v.prefix_len),
-                "its hosts' gateway".into(),
             ]);
         }
     }
@@ -933,7 +1081,7 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
     let dir = fabric_dir(p);
     let _ = writeln!(
         t,
-        "Files: {} (plan, switch configurations, {SCRAPE_FILE}); FRR in {FRR_ETC}/{p}-*",
+        "Files: {} (plan, switch configurations, logs and pid files, {SCRAPE_FILE}); FRR in {FRR_ETC}/{p}-*",
         dir.display()
     );
     let _ = writeln!(t, "\nTry:");
@@ -946,16 +1094,23 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
     }
     let _ = writeln!(t, "  vtysh -N {leaf} -c 'show bgp summary'");
     if let Some(b) = last {
-        let net = plan
-            .switch(&b.leaf)
-            .and_then(|s| s.host_subnet.as_ref())
-            .map(|v| format!("{}/{}", v.network, v.prefix_len))
-            .unwrap_or_default();
-        let _ = writeln!(t, "  ip -n {leaf} route show {net}                # the ECMP route the kernel forwards on");
+        let net = format!("{}/{}", b.gateway, b.prefix_len);
+        let _ = writeln!(
+            t,
+            "  ip -n {leaf} route show {net}                # the ECMP route FRR installs"
+        );
+        if let Some(l) = plan.leaves().next() {
+            let _ = writeln!(
+                t,
+                "  headroom show --fabric {p} --switch {} ip route   # the same route in headroom",
+                l.name
+            );
+        }
     }
+    let _ = writeln!(t, "  headroom show fabric --fabric {p}");
     let _ = writeln!(
         t,
-        "  prometheus --config.file={}   # scrapes every switch once headroom runs them",
+        "  prometheus --config.file={}   # scrapes every switch",
         dir.join(SCRAPE_FILE).display()
     );
     let _ = writeln!(t, "  headroom lab fabric down --prefix {p}");
@@ -1024,8 +1179,23 @@ fn down(args: &DownArgs) -> Result<ExitCode, LabError> {
             }
         }
     }
-    // Each stop waits for its daemons to exit (seconds): all at once.
+    // The dataplanes first (their pid files are in the fabric's directory), then FRR; each stop
+    // waits for its processes to exit: all at once.
+    let switches: Vec<String> = std::fs::read_dir(fabric_dir(prefix))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".pid").map(str::to_owned)
+        })
+        .collect();
+    let mut switches = switches;
+    switches.sort();
     std::thread::scope(|scope| {
+        for switch in &switches {
+            scope.spawn(|| stop_switch(prefix, switch));
+        }
         for instance in &instances {
             scope.spawn(|| stop_frr(instance));
         }
@@ -1046,7 +1216,12 @@ fn down(args: &DownArgs) -> Result<ExitCode, LabError> {
         println!("no fabric {prefix:?} to remove");
     } else {
         println!(
-            "removed fabric {prefix:?}: namespaces {}; FRR instances {}; {}",
+            "removed fabric {prefix:?}: headroom of {}; namespaces {}; FRR instances {}; {}",
+            if switches.is_empty() {
+                "none".to_owned()
+            } else {
+                switches.join(" ")
+            },
             namespaces.join(" "),
             instances.iter().cloned().collect::<Vec<_>>().join(" "),
             dir.display()
@@ -1113,7 +1288,7 @@ mod tests {
         assert_eq!(leaf_rows.len(), 2, "{d}");
         assert_eq!(crossbar(leaf_rows[0]).matches('o').count(), 2, "{d}");
         assert!(
-            leaf_rows[1].contains("host3 10.2.2.11, host4 10.2.2.12"),
+            leaf_rows[1].contains("host3 10.2.2.1, host4 10.2.2.3"),
             "{d}"
         );
         // The 'o's sit under the spines' bars.

@@ -13,7 +13,7 @@
 //! | spine ports | `Ethernet0..L-1` to leaf 1..L |
 //! | loopbacks | spine j `10.255.0.j/32`, leaf i `10.255.1.i/32` (also the BGP router ID) |
 //! | leaf i – spine j link | `10.1.i.{2(j-1)}/31` on the spine, `10.1.i.{2(j-1)+1}/31` on the leaf |
-//! | leaf i's hosts | `10.2.i.0/24`: leaf `10.2.i.1` on `Vlan1000`, host k `10.2.i.{10+k}`, default route via `.1` |
+//! | leaf i – host k link | a routed /31 per host port: `10.2.i.{2(k-1)}/31` on the leaf, `10.2.i.{2(k-1)+1}/31` on the host, whose default route is the leaf's end |
 //! | ASNs (RFC 7938 §5.2.1) | every spine `65100`; leaf i `65000 + i` (private 2-octet ASNs) |
 //! | Prometheus | switch number m (spines first, then leaves, from 0) on `127.0.0.1:{base+m}` |
 //!
@@ -41,20 +41,14 @@ pub const DEFAULT_METRICS_PORT: u16 = 9600;
 pub const MAX_SPINES: usize = 16;
 /// Most leaves (ASNs 65001..65064; each spine has one port per leaf).
 pub const MAX_LEAVES: usize = 64;
-/// Most hosts per leaf (addresses `10.2.i.11..`).
+/// Most hosts per leaf (a /31 each in `10.2.i.0/24`).
 pub const MAX_HOSTS_PER_LEAF: usize = 32;
 /// The ASN every spine has (RFC 7938 §5.2.1: one ASN for all Tier-1 devices).
 pub const SPINE_ASN: u32 = 65_100;
 /// Leaf i's ASN is this plus i (RFC 7938 §5.2.1: a unique ASN per Tier-3 device).
 pub const LEAF_ASN_BASE: u32 = 65_000;
-/// The leaf's interface of its hosts' subnet (SONiC's T0 SVI name).
-pub const HOST_VLAN_INTERFACE: &str = "Vlan1000";
-/// The VLAN of a leaf's host ports.
-pub const HOST_VLAN: u16 = 1000;
 /// A host's interface, in its namespace.
 pub const HOST_DEVICE: &str = "eth0";
-/// The hosts' subnet length.
-pub const HOST_PREFIX_LEN: u8 = 24;
 /// Length of the point-to-point subnets (RFC 3021).
 pub const LINK_PREFIX_LEN: u8 = 31;
 /// The peer-group a leaf puts its spines in.
@@ -151,7 +145,6 @@ impl FabricSpec {
                 loopback: spine_loopback(j),
                 mac: switch_mac(Role::Spine, j),
                 ports,
-                host_subnet: None,
                 metrics_port: 0,
             });
         }
@@ -177,7 +170,7 @@ impl FabricSpec {
                     name: port_name(index),
                     device: port_device(index),
                     peer: Peer::Host { name: host_name(n) },
-                    address: None,
+                    address: Some(host_gateway(i, k)),
                 });
                 hosts.push(Host {
                     number: n,
@@ -187,8 +180,8 @@ impl FabricSpec {
                     leaf_port: port_name(index),
                     device: HOST_DEVICE.to_owned(),
                     address: host_address(i, k),
-                    prefix_len: HOST_PREFIX_LEN,
-                    gateway: leaf_gateway(i),
+                    prefix_len: LINK_PREFIX_LEN,
+                    gateway: host_gateway(i, k).address,
                     mac: host_mac(i, k),
                 });
             }
@@ -201,13 +194,6 @@ impl FabricSpec {
                 loopback: leaf_loopback(i),
                 mac: switch_mac(Role::Leaf, i),
                 ports,
-                host_subnet: Some(HostSubnet {
-                    interface: HOST_VLAN_INTERFACE.to_owned(),
-                    vlan: HOST_VLAN,
-                    network: leaf_host_network(i),
-                    gateway: leaf_gateway(i),
-                    prefix_len: HOST_PREFIX_LEN,
-                }),
                 metrics_port: 0,
             });
         }
@@ -375,8 +361,6 @@ pub struct Switch {
     pub mac: [u8; 6],
     /// In port order.
     pub ports: Vec<Port>,
-    /// A leaf's hosts' subnet.
-    pub host_subnet: Option<HostSubnet>,
     /// Its Prometheus port (on 127.0.0.1).
     pub metrics_port: u16,
 }
@@ -386,7 +370,16 @@ impl Switch {
     pub fn fabric_ports(&self) -> impl Iterator<Item = (&Port, Ipv4Addr)> {
         self.ports
             .iter()
+            .filter(|p| matches!(p.peer, Peer::Switch { .. }))
             .filter_map(|p| Some((p, p.address.as_ref()?.address)))
+    }
+
+    /// A leaf's ports to its hosts, with the leaf's end of each host's /31.
+    pub fn host_ports(&self) -> impl Iterator<Item = (&Port, InterfaceAddress)> {
+        self.ports
+            .iter()
+            .filter(|p| matches!(p.peer, Peer::Host { .. }))
+            .filter_map(|p| Some((p, p.address?)))
     }
 
     /// Its BGP neighbours: the far end of every fabric link.
@@ -409,7 +402,8 @@ pub struct Port {
     pub device: String,
     /// What is at the other end.
     pub peer: Peer,
-    /// A fabric link's /31 (a host port has none: it is in the leaf's VLAN).
+    /// The switch's end of the link's /31 (every port is routed: fabric links and host
+    /// ports alike).
     pub address: Option<InterfaceAddress>,
 }
 
@@ -446,21 +440,6 @@ pub enum Peer {
     },
 }
 
-/// A leaf's hosts' subnet.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostSubnet {
-    /// The leaf's interface in it (`Vlan1000`).
-    pub interface: String,
-    /// The VLAN of the host ports.
-    pub vlan: u16,
-    /// `10.2.i.0`.
-    pub network: Ipv4Addr,
-    /// `10.2.i.1`: the leaf's address, the hosts' default gateway.
-    pub gateway: Ipv4Addr,
-    /// 24.
-    pub prefix_len: u8,
-}
-
 /// One host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {
@@ -478,9 +457,9 @@ pub struct Host {
     pub device: String,
     /// Its address.
     pub address: Ipv4Addr,
-    /// 24.
+    /// 31: its link to the leaf.
     pub prefix_len: u8,
-    /// Its default route.
+    /// Its default route: the leaf's end of the /31.
     pub gateway: Ipv4Addr,
     /// Its MAC.
     pub mac: [u8; 6],
@@ -576,22 +555,23 @@ pub fn link_peer_address(address: Ipv4Addr) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(address) ^ 1)
 }
 
-/// Leaf `i`'s hosts' network.
+/// The leaf's end of the /31 between leaf `i` and its host `k` (1-based): the even address,
+/// as a spine has on a leaf's uplink; the host's default gateway.
+///
+/// A routed /31 per host port rather than a /24 on an SVI: headroom's SVIs are not built yet,
+/// and a routed port is what the dataplane forwards today (docs/fabric.md).
 #[must_use]
-pub fn leaf_host_network(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 2, octet(i), 0)
+pub fn host_gateway(i: usize, k: usize) -> InterfaceAddress {
+    InterfaceAddress {
+        address: Ipv4Addr::new(10, 2, octet(i), octet(2 * (k - 1))),
+        prefix_len: LINK_PREFIX_LEN,
+    }
 }
 
-/// Leaf `i`'s address in its hosts' subnet, their default gateway.
-#[must_use]
-pub fn leaf_gateway(i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 2, octet(i), 1)
-}
-
-/// Host `k` (1-based) of leaf `i`.
+/// Host `k` (1-based) of leaf `i`: the odd address of its /31.
 #[must_use]
 pub fn host_address(i: usize, k: usize) -> Ipv4Addr {
-    Ipv4Addr::new(10, 2, octet(i), octet(10 + k))
+    link_peer_address(host_gateway(i, k).address)
 }
 
 /// Host `k` of leaf `i`'s MAC: locally administered `02:66:68` ("fh"), leaf, 0, host.
@@ -640,19 +620,26 @@ mod tests {
             for (_, a) in sw.fabric_ports() {
                 assert!(addresses.insert(a), "{a}");
             }
-            if let Some(subnet) = &sw.host_subnet {
-                assert!(addresses.insert(subnet.gateway));
+            for (_, a) in sw.host_ports() {
+                assert!(addresses.insert(a.address), "{a}");
             }
         }
         for host in &plan.hosts {
             assert!(addresses.insert(host.address));
             let leaf = plan.switch(&host.leaf).unwrap();
+            let (port, gateway) = leaf
+                .host_ports()
+                .find(|(p, _)| p.name == host.leaf_port)
+                .unwrap();
             assert_eq!(
-                leaf.host_subnet.as_ref().unwrap().gateway,
-                host.gateway,
-                "{}",
-                host.name
+                port.peer,
+                Peer::Host {
+                    name: host.name.clone()
+                }
             );
+            assert_eq!(gateway.address, host.gateway, "{}", host.name);
+            assert_eq!(link_peer_address(host.gateway), host.address);
+            assert_eq!(host.prefix_len, 31);
         }
         // Ports are 0.. in order, named and devised one to one.
         for sw in &plan.switches {
@@ -764,8 +751,8 @@ mod tests {
                     "spine2:Ethernet1".into(),
                     Some("10.1.2.3/31".into())
                 ),
-                ("swp3".into(), "host3".into(), None),
-                ("swp4".into(), "host4".into(), None),
+                ("swp3".into(), "host3".into(), Some("10.2.2.0/31".into())),
+                ("swp4".into(), "host4".into(), Some("10.2.2.2/31".into())),
             ]
         );
         assert_eq!(leaf2.bgp_neighbors(), [ip("10.1.2.0"), ip("10.1.2.2")]);
@@ -786,11 +773,10 @@ mod tests {
                 "host3",
                 "leaf2",
                 "Ethernet2",
-                ip("10.2.2.11"),
-                ip("10.2.2.1")
+                ip("10.2.2.1"),
+                ip("10.2.2.0")
             )
         );
-        assert_eq!(leaf2.host_subnet.as_ref().unwrap().network, ip("10.2.2.0"));
         assert_eq!(
             plan.switches
                 .iter()
@@ -851,7 +837,7 @@ mod tests {
             .collect();
         assert_eq!(
             hosts,
-            [("host7", ip("10.2.4.11")), ("host8", ip("10.2.4.12"))]
+            [("host7", ip("10.2.4.1")), ("host8", ip("10.2.4.3"))]
         );
         assert_eq!(plan.switches.last().unwrap().metrics_port, 9605);
     }

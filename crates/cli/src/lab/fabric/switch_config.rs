@@ -1,20 +1,17 @@
 //! The headroom configuration of every fabric switch: one template (what all switches share:
 //! PFC on priorities 3 and 4, ECN marking on queues 3 and 4, the PFC watchdog on) instantiated
-//! per switch (name, router MAC, ports and devices, control socket, Prometheus port, lcore CPU),
+//! per switch (name, router MAC, ports and devices, control socket, Prometheus port, lcore CPU);
+//! every port is routed (`vlan_mode = "routed"`),
 //! built as data ([`Document`], the keys of docs/config.md) and serialised to TOML; the
 //! configuration crate parses every result, so a template the switch would refuse is refused
 //! here first.
 
-use super::plan::{Plan, Role, Switch, HOST_VLAN};
+use super::plan::{Plan, Role, Switch};
 use crate::lab::config::{mac_text, EcnThresholds, MTU_BYTES, RUN_DIR};
 use indexmap::IndexMap;
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// The VLAN of fabric port `k` until routing phase B makes fabric ports routed: each fabric
-/// port is alone in its VLAN, so the switch bridges nothing between fabric links (a leaf–spine
-/// fabric is an L2 loop).
-pub const FABRIC_PORT_VLAN_BASE: u16 = 3000;
 /// The WRED/ECN profile of the lossless queues.
 pub const WRED_PROFILE: &str = "FABRIC_LOSSLESS";
 
@@ -76,16 +73,10 @@ impl SwitchTemplate {
             .ports
             .iter()
             .map(|p| {
-                let vlan = if p.address.is_some() {
-                    FABRIC_PORT_VLAN_BASE + u16::try_from(p.index).unwrap_or(0)
-                } else {
-                    HOST_VLAN
-                };
                 (
                     p.name.clone(),
                     PortEntry {
                         device: p.device.clone(),
-                        access_vlan: vlan,
                     },
                 )
             })
@@ -113,7 +104,10 @@ impl SwitchTemplate {
                 mtu: MTU_BYTES,
                 trust: "dscp",
                 pfc_enable: vec![3, 4],
-                vlan_mode: "access",
+                // Every port is a router port (fabric links and host links alike): headroom
+                // forwards on the FIB it mirrors from the kernel FRR fills, and nothing is
+                // bridged (a leaf–spine fabric is an L2 loop).
+                vlan_mode: "routed",
                 pfcwd: PortPfcwd {
                     enabled: true,
                     action: "drop",
@@ -128,6 +122,8 @@ impl SwitchTemplate {
                 big_red_switch: false,
             },
             runtime: Runtime {
+                // Adaptive: an idle lcore sleeps (at most 200 µs, on its sockets) instead of
+                // spinning; six switches share two CPUs with the kernel's veth work.
                 polling: "adaptive",
                 burst_size: 32,
                 control_socket: control_socket(&plan.spec.prefix, &switch.name)
@@ -316,8 +312,6 @@ pub struct Lcore {
 pub struct PortEntry {
     /// `device`.
     pub device: String,
-    /// `access_vlan`.
-    pub access_vlan: u16,
 }
 
 #[cfg(test)]
@@ -354,12 +348,7 @@ mod tests {
                     }
                     assert!(port.pfcwd.enabled);
                     assert_eq!(port.pfcwd.detection_time_ms, 200);
-                    let vlan = if planned.address.is_some() {
-                        3000 + u16::try_from(planned.index).unwrap()
-                    } else {
-                        1000
-                    };
-                    assert_eq!(port.vlan, headroom_config::Vlan::Access { vlan_id: vlan });
+                    assert_eq!(port.vlan, headroom_config::Vlan::Routed, "{}", port.name);
                 }
                 assert_eq!(
                     config.runtime.control_socket,
