@@ -818,3 +818,79 @@ fn show_fabric_and_show_switch_talk_to_each_switch_of_the_fabric() {
     drop(switches);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `headroom lab fabric scenario polarization`: with one ECMP seed on every switch the spines'
+/// second ECMP stage sends every flow it gets down one of its two links to leaf2 (the other
+/// idle); with each switch's own seed (the default) both links carry about half. The
+/// per-switch run is the control: the same flows, topology and counters, only the seeds differ.
+#[test]
+fn polarization_shows_with_equal_seeds_and_goes_with_per_switch_seeds() {
+    let fabric = Fabric::new();
+    let started = std::time::Instant::now();
+    let out = run_ok(Command::new(HEADROOM).args([
+        "lab",
+        "fabric",
+        "scenario",
+        "polarization",
+        "--prefix",
+        &fabric.prefix,
+        "--json",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the --json report");
+    eprintln!(
+        "polarization scenario in {:.1} s: {report:#}",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(report["flows"], 512);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let (equal, own) = (&runs[0], &runs[1]);
+    assert_eq!(
+        (equal["seeds"].as_str(), own["seeds"].as_str()),
+        (Some("equal"), Some("per-switch"))
+    );
+    // (spine, packets on its first link to leaf2, on its second).
+    let loads = |run: &Value| -> Vec<(String, u64, u64)> {
+        let links = run["links"].as_array().unwrap();
+        ["spine1", "spine2"]
+            .iter()
+            .map(|s| {
+                let mine: Vec<u64> = links
+                    .iter()
+                    .filter(|l| l["switch"] == *s)
+                    .map(|l| l["packets"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(mine.len(), 2, "{s}: {run:#}");
+                ((*s).to_owned(), mine[0], mine[1])
+            })
+            .collect()
+    };
+    let sent = 512 * 2;
+    for (run, name) in [(equal, "equal"), (own, "per-switch")] {
+        let total: u64 = loads(run).iter().map(|(_, a, b)| a + b).sum();
+        // Every datagram crossed a spine to leaf2 (a few BGP/ARP frames are not routed-out).
+        assert!(
+            (sent * 98 / 100..=sent + 16).contains(&total),
+            "{name}: {total} of {sent} datagrams counted: {run:#}"
+        );
+    }
+    // Equal seeds: each spine polarised, one link ≥ 98 % of its share, the other idle.
+    assert_eq!(
+        equal["polarised_spines"],
+        serde_json::json!(["spine1", "spine2"]),
+        "{equal:#}"
+    );
+    for (s, a, b) in loads(equal) {
+        let (busy, idle) = (a.max(b), a.min(b));
+        assert!(busy > 200 && idle * 50 <= busy, "{s}: {a} / {b}");
+    }
+    // Per-switch seeds: both links of each spine carry 30..70 %.
+    assert_eq!(own["polarised_spines"], serde_json::json!([]), "{own:#}");
+    for (s, a, b) in loads(own) {
+        let share = a as f64 * 100.0 / (a + b) as f64;
+        assert!(
+            (30.0..=70.0).contains(&share),
+            "{s}: {a} / {b} ({share:.0} %)"
+        );
+    }
+}

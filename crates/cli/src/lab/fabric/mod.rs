@@ -18,6 +18,7 @@
 
 pub(crate) mod frr;
 pub(crate) mod plan;
+pub(crate) mod scenario;
 pub(crate) mod switch_config;
 pub(crate) mod view;
 
@@ -71,6 +72,9 @@ enum FabricAction {
     Up(UpArgs),
     /// Remove the fabric: its namespaces and links, FRR instances, generated files.
     Down(DownArgs),
+    /// Run a scenario on the fabric (built or repaired as it needs) and report what happened
+    /// and where.
+    Scenario(scenario::ScenarioArgs),
 }
 
 #[derive(Clone, Debug, Args)]
@@ -84,6 +88,14 @@ struct UpArgs {
     /// Hosts behind each leaf, 1..=32.
     #[arg(long, default_value_t = DEFAULT_HOSTS_PER_LEAF)]
     hosts_per_leaf: usize,
+    /// Parallel links between a leaf and each spine, 1..=4: one count for every leaf or one per
+    /// leaf (`1,2`). More than one to a leaf: two ECMP stages on the paths towards it.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    links_per_spine: Vec<usize>,
+    /// One ECMP hash seed for every switch (`[routing] ecmp_hash_seed`) instead of each its
+    /// own: two ECMP stages that hash alike polarise.
+    #[arg(long)]
+    ecmp_seed: Option<u32>,
     /// Port speed of every switch port: Mb/s (`100`) or `100M`, `1G`...
     #[arg(long, default_value = DEFAULT_SPEED)]
     speed: String,
@@ -105,6 +117,30 @@ struct UpArgs {
     /// Print the plan (and check the generated configurations) without building anything.
     #[arg(long)]
     dry_run: bool,
+    /// Print nothing (a scenario builds its fabric).
+    #[arg(skip)]
+    quiet: bool,
+}
+
+impl UpArgs {
+    /// The defaults of the command line, for fabric `prefix`.
+    fn defaults(prefix: &str) -> Self {
+        Self {
+            spines: DEFAULT_SPINES,
+            leaves: DEFAULT_LEAVES,
+            hosts_per_leaf: DEFAULT_HOSTS_PER_LEAF,
+            links_per_spine: vec![1],
+            ecmp_seed: None,
+            speed: DEFAULT_SPEED.to_owned(),
+            prefix: prefix.to_owned(),
+            metrics_port: DEFAULT_METRICS_PORT,
+            bfd: false,
+            timeout: DEFAULT_TIMEOUT_S,
+            json: false,
+            dry_run: false,
+            quiet: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Args)]
@@ -119,6 +155,7 @@ pub(crate) fn fabric(args: FabricArgs) -> ExitCode {
         None => up(&args.up),
         Some(FabricAction::Up(up_args)) => up(&up_args),
         Some(FabricAction::Down(down_args)) => down(&down_args),
+        Some(FabricAction::Scenario(scenario_args)) => scenario::scenario(&scenario_args),
     };
     match result {
         Ok(code) => code,
@@ -159,13 +196,17 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
         speed: args.speed.clone(),
         metrics_port: args.metrics_port,
         bfd: args.bfd,
+        links_per_spine: args.links_per_spine.clone(),
         ..FabricSpec::new(&args.prefix, args.spines, args.leaves, args.hosts_per_leaf)
     };
     spec.check().map_err(LabError::Refused)?;
     let plan = spec.plan();
     // Every generated file first: a bad --speed is refused before anything is built.
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let template = SwitchTemplate::new(&spec.speed, cpus);
+    let template = SwitchTemplate {
+        ecmp_hash_seed: args.ecmp_seed,
+        ..SwitchTemplate::new(&spec.speed, cpus)
+    };
     let mut switch_configs = Vec::new();
     for switch in &plan.switches {
         let text = template.toml(&plan, switch).map_err(LabError::Failed)?;
@@ -224,7 +265,9 @@ fn up(args: &UpArgs) -> Result<ExitCode, LabError> {
     }
     wait_until_up(&plan, deadline, &mut bring_up)?;
     bring_up.ready_after_s = started.elapsed().as_secs_f64();
-    print_up(&plan, &bring_up, args.json, false)?;
+    if !args.quiet {
+        print_up(&plan, &bring_up, args.json, false)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -797,7 +840,11 @@ fn expected_ecmp_routes(plan: &Plan) -> Vec<(String, String, usize)> {
     for leaf in plan.leaves() {
         for other in plan.leaves().filter(|o| o.name != leaf.name) {
             for (_, a) in other.host_ports() {
-                routes.push((leaf.namespace.clone(), a.to_string(), plan.spec.spines));
+                routes.push((
+                    leaf.namespace.clone(),
+                    a.to_string(),
+                    plan.spec.spines * plan.spec.links(leaf.number),
+                ));
             }
         }
     }
@@ -989,12 +1036,12 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
     );
     let _ = writeln!(
         t,
-        "  {} of {} BGP sessions established, {} ECMP routes with {} paths each, {} of {} host \
-         pairs reachable, {:.1} s{}",
+        "  {} of {} BGP sessions established, {} ECMP routes with {} paths each (one per uplink), \
+         {} of {} host pairs reachable, {:.1} s{}",
         bring_up.bgp_sessions_established,
         bring_up.bgp_sessions_expected,
         bring_up.ecmp_routes,
-        plan.spec.spines,
+        plan.spec.spines * plan.spec.links(1),
         bring_up.host_pairs_reachable,
         bring_up.host_pairs,
         bring_up.ready_after_s,
@@ -1152,8 +1199,20 @@ fn drawing(plan: &Plan) -> String {
     }
     let _ = writeln!(
         t,
-        "{:left$}(o: leaf port Ethernet<j-1> to spine j's Ethernet<i-1>, a /31 with eBGP)",
-        ""
+        "{:left$}(o: leaf port Ethernet<j-1> to spine j's Ethernet<i-1>, a /31 with eBGP{})",
+        "",
+        if (1..=plan.spec.leaves).any(|i| plan.spec.links(i) > 1) {
+            let counts: Vec<String> = (1..=plan.spec.leaves)
+                .map(|i| plan.spec.links(i).to_string())
+                .collect();
+            format!(
+                "; links per crossing by leaf: {}, link n on leaf port (n-1)*{}+j-1",
+                counts.join(","),
+                plan.spec.spines
+            )
+        } else {
+            String::new()
+        }
     );
     t
 }

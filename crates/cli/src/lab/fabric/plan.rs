@@ -12,7 +12,7 @@
 //! | leaf ports | `Ethernet0..S-1` to spine 1..S, then `EthernetS..S+H-1` to its hosts |
 //! | spine ports | `Ethernet0..L-1` to leaf 1..L |
 //! | loopbacks | spine j `10.255.0.j/32`, leaf i `10.255.1.i/32` (also the BGP router ID) |
-//! | leaf i – spine j link | `10.1.i.{2(j-1)}/31` on the spine, `10.1.i.{2(j-1)+1}/31` on the leaf |
+//! | leaf i – spine j link | `10.1.i.{2(j-1)}/31` on the spine, `10.1.i.{2(j-1)+1}/31` on the leaf; with `--links-per-spine`, link n is leaf port `(n-1)·S + j-1` and /31 number `(n-1)·S + j-1`, and a spine's ports go leaf by leaf, each leaf's links in a row |
 //! | leaf i – host k link | a routed /31 per host port: `10.2.i.{2(k-1)}/31` on the leaf, `10.2.i.{2(k-1)+1}/31` on the host, whose default route is the leaf's end |
 //! | ASNs (RFC 7938 §5.2.1) | every spine `65100`; leaf i `65000 + i` (private 2-octet ASNs) |
 //! | Prometheus | switch number m (spines first, then leaves, from 0) on `127.0.0.1:{base+m}` |
@@ -41,6 +41,8 @@ pub const DEFAULT_METRICS_PORT: u16 = 9600;
 pub const MAX_SPINES: usize = 16;
 /// Most leaves (ASNs 65001..65064; each spine has one port per leaf).
 pub const MAX_LEAVES: usize = 64;
+/// Most parallel links between a leaf and a spine (the uplinks' /31s share `10.1.i.0/24`).
+pub const MAX_LINKS_PER_SPINE: usize = 4;
 /// Most hosts per leaf (a /31 each in `10.2.i.0/24`).
 pub const MAX_HOSTS_PER_LEAF: usize = 32;
 /// The ASN every spine has (RFC 7938 §5.2.1: one ASN for all Tier-1 devices).
@@ -67,6 +69,11 @@ pub struct FabricSpec {
     pub leaves: usize,
     /// Hosts behind each leaf.
     pub hosts_per_leaf: usize,
+    /// Parallel links between a leaf and each spine: empty (1 for every leaf), one count for
+    /// every leaf, or one per leaf. More than one to a leaf makes two ECMP stages on the paths
+    /// towards it (the spines' choice among the parallel links): the polarisation scenario.
+    #[serde(default)]
+    pub links_per_spine: Vec<usize>,
     /// Port speed of every switch port, as the configuration writes it (`"100M"`).
     pub speed: String,
     /// First Prometheus port.
@@ -84,6 +91,7 @@ impl FabricSpec {
             spines,
             leaves,
             hosts_per_leaf,
+            links_per_spine: Vec::new(),
             speed: DEFAULT_SPEED.to_owned(),
             metrics_port: DEFAULT_METRICS_PORT,
             bfd: false,
@@ -106,6 +114,26 @@ impl FabricSpec {
                 return Err(format!("{option} {value}: 1..={max}"));
             }
         }
+        let counts = &self.links_per_spine;
+        let text = counts
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        if counts.len() > 1 && counts.len() != self.leaves {
+            return Err(format!(
+                "--links-per-spine {text}: one count for every leaf, or one per leaf ({})",
+                self.leaves
+            ));
+        }
+        if counts
+            .iter()
+            .any(|c| !(1..=MAX_LINKS_PER_SPINE).contains(c))
+        {
+            return Err(format!(
+                "--links-per-spine {text}: each 1..={MAX_LINKS_PER_SPINE}"
+            ));
+        }
         let switches = u16::try_from(self.spines + self.leaves).unwrap_or(u16::MAX);
         if self.metrics_port.checked_add(switches).is_none() || self.metrics_port == 0 {
             return Err(format!(
@@ -125,15 +153,19 @@ impl FabricSpec {
         let mut switches = Vec::new();
         for j in 1..=s {
             let ports = (1..=self.leaves)
-                .map(|i| Port {
-                    index: i - 1,
-                    name: port_name(i - 1),
-                    device: port_device(i - 1),
-                    peer: Peer::Switch {
-                        name: leaf_name(i),
-                        port: port_name(j - 1),
-                    },
-                    address: Some(link_address(i, j, Role::Spine)),
+                .flat_map(|i| (1..=self.links(i)).map(move |n| (i, n)))
+                .map(|(i, n)| {
+                    let index = self.spine_port_index(i, n);
+                    Port {
+                        index,
+                        name: port_name(index),
+                        device: port_device(index),
+                        peer: Peer::Switch {
+                            name: leaf_name(i),
+                            port: port_name(leaf_port_index(s, j, n)),
+                        },
+                        address: Some(link_address(s, i, j, n, Role::Spine)),
+                    }
                 })
                 .collect();
             switches.push(Switch {
@@ -150,21 +182,25 @@ impl FabricSpec {
         }
         let mut hosts = Vec::new();
         for i in 1..=self.leaves {
-            let mut ports: Vec<Port> = (1..=s)
-                .map(|j| Port {
-                    index: j - 1,
-                    name: port_name(j - 1),
-                    device: port_device(j - 1),
-                    peer: Peer::Switch {
-                        name: spine_name(j),
-                        port: port_name(i - 1),
-                    },
-                    address: Some(link_address(i, j, Role::Leaf)),
+            let mut ports: Vec<Port> = (1..=self.links(i))
+                .flat_map(|n| (1..=s).map(move |j| (n, j)))
+                .map(|(n, j)| {
+                    let index = leaf_port_index(s, j, n);
+                    Port {
+                        index,
+                        name: port_name(index),
+                        device: port_device(index),
+                        peer: Peer::Switch {
+                            name: spine_name(j),
+                            port: port_name(self.spine_port_index(i, n)),
+                        },
+                        address: Some(link_address(s, i, j, n, Role::Leaf)),
+                    }
                 })
                 .collect();
             for k in 1..=h {
                 let n = (i - 1) * h + k;
-                let index = s + k - 1;
+                let index = s * self.links(i) + k - 1;
                 ports.push(Port {
                     index,
                     name: port_name(index),
@@ -241,6 +277,23 @@ impl FabricSpec {
             hosts,
             links,
         }
+    }
+
+    /// Parallel links between leaf `i` (1-based) and each spine.
+    #[must_use]
+    pub fn links(&self, i: usize) -> usize {
+        match self.links_per_spine.as_slice() {
+            [] => 1,
+            [all] => *all,
+            per_leaf => per_leaf.get(i - 1).copied().unwrap_or(1),
+        }
+    }
+
+    /// The index of the spine port to leaf `i`'s link `n` (1-based): leaf-major, each leaf's
+    /// links in a row.
+    #[must_use]
+    pub fn spine_port_index(&self, i: usize, n: usize) -> usize {
+        (1..i).map(|l| self.links(l)).sum::<usize>() + (n - 1)
     }
 
     /// The namespace of a switch or host named `name`.
@@ -535,10 +588,19 @@ pub fn leaf_loopback(i: usize) -> Ipv4Addr {
     Ipv4Addr::new(10, 255, 1, octet(i))
 }
 
-/// The address of `side` on the link between leaf `i` and spine `j`.
+/// The index of leaf port to spine `j`'s link `n` (1-based) in a fabric of `spines` spines:
+/// link-major (`Ethernet0..S-1` are every spine's first link, then their second links...), so
+/// that a leaf's ECMP members, ordered by next-hop address, alternate between the spines.
 #[must_use]
-pub fn link_address(i: usize, j: usize, side: Role) -> InterfaceAddress {
-    let base = 2 * (j - 1);
+pub fn leaf_port_index(spines: usize, j: usize, n: usize) -> usize {
+    (n - 1) * spines + (j - 1)
+}
+
+/// The address of `side` on link `n` (1-based) between leaf `i` and spine `j` of a fabric of
+/// `spines` spines: the /31 number [`leaf_port_index`] of `10.1.i.0/24`.
+#[must_use]
+pub fn link_address(spines: usize, i: usize, j: usize, n: usize, side: Role) -> InterfaceAddress {
+    let base = 2 * leaf_port_index(spines, j, n);
     let last = match side {
         Role::Spine => base,
         Role::Leaf => base + 1,
@@ -606,7 +668,9 @@ mod tests {
         assert_eq!(plan.hosts.len(), spec.leaves * spec.hosts_per_leaf);
         assert_eq!(
             plan.links.len(),
-            spec.leaves * (spec.spines + spec.hosts_per_leaf)
+            (1..=spec.leaves)
+                .map(|i| spec.spines * spec.links(i) + spec.hosts_per_leaf)
+                .sum::<usize>()
         );
         let namespaces: BTreeSet<String> = plan.namespaces().into_iter().collect();
         assert_eq!(namespaces.len(), plan.switches.len() + plan.hosts.len());
@@ -843,8 +907,90 @@ mod tests {
     }
 
     #[test]
+    fn parallel_links_alternate_between_the_spines() {
+        let mut spec = FabricSpec::new("fab", 2, 2, 1);
+        spec.links_per_spine = vec![2];
+        spec.check().unwrap();
+        let plan = spec.plan();
+        check_invariants(&plan);
+        let leaf1 = plan.switch("leaf1").unwrap();
+        // Uplinks link-major: S1.a, S2.a, S1.b, S2.b — the order of their next-hop addresses,
+        // so the leaf's ECMP buckets alternate between the spines (reference §4.2).
+        let rows: Vec<(String, String, String)> = leaf1
+            .ports
+            .iter()
+            .map(|p| {
+                let peer = match &p.peer {
+                    Peer::Switch { name, port } => format!("{name}:{port}"),
+                    Peer::Host { name } => name.clone(),
+                };
+                (p.name.clone(), peer, p.address.unwrap().to_string())
+            })
+            .collect();
+        let row = |a: &str, b: &str, c: &str| (a.to_owned(), b.to_owned(), c.to_owned());
+        assert_eq!(
+            rows,
+            [
+                row("Ethernet0", "spine1:Ethernet0", "10.1.1.1/31"),
+                row("Ethernet1", "spine2:Ethernet0", "10.1.1.3/31"),
+                row("Ethernet2", "spine1:Ethernet1", "10.1.1.5/31"),
+                row("Ethernet3", "spine2:Ethernet1", "10.1.1.7/31"),
+                row("Ethernet4", "host1", "10.2.1.0/31"),
+            ]
+        );
+        let spine1 = plan.switch("spine1").unwrap();
+        let peers: Vec<String> = spine1
+            .ports
+            .iter()
+            .map(|p| match &p.peer {
+                Peer::Switch { name, port } => format!("{name}:{port}"),
+                Peer::Host { name } => name.clone(),
+            })
+            .collect();
+        assert_eq!(
+            peers,
+            [
+                "leaf1:Ethernet0",
+                "leaf1:Ethernet2",
+                "leaf2:Ethernet0",
+                "leaf2:Ethernet2"
+            ]
+        );
+        assert_eq!(leaf1.bgp_neighbors().len(), 4);
+        // Per leaf: leaf1 one link per spine, leaf2 two (the polarisation scenario's shape).
+        spec.links_per_spine = vec![1, 2];
+        spec.check().unwrap();
+        let plan = spec.plan();
+        check_invariants(&plan);
+        assert_eq!(plan.switch("leaf1").unwrap().bgp_neighbors().len(), 2);
+        assert_eq!(plan.switch("leaf2").unwrap().bgp_neighbors().len(), 4);
+        let spine2 = plan.switch("spine2").unwrap();
+        let rows: Vec<(String, String)> = spine2
+            .ports
+            .iter()
+            .map(|p| (p.name.clone(), p.address.unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("Ethernet0".to_owned(), "10.1.1.2/31".to_owned()),
+                ("Ethernet1".to_owned(), "10.1.2.2/31".to_owned()),
+                ("Ethernet2".to_owned(), "10.1.2.6/31".to_owned()),
+            ]
+        );
+        for bad in [vec![MAX_LINKS_PER_SPINE + 1], vec![0], vec![1, 1, 1]] {
+            let mut spec = FabricSpec::new("fab", 2, 2, 1);
+            spec.links_per_spine = bad;
+            assert!(spec.check().unwrap_err().starts_with("--links-per-spine"));
+        }
+    }
+
+    #[test]
     fn the_largest_plans_stay_in_range() {
-        let spec = FabricSpec::new("x", MAX_SPINES, MAX_LEAVES, MAX_HOSTS_PER_LEAF);
+        let mut spec = FabricSpec::new("x", MAX_SPINES, MAX_LEAVES, MAX_HOSTS_PER_LEAF);
+        spec.check().unwrap();
+        check_invariants(&spec.plan());
+        spec.links_per_spine = vec![MAX_LINKS_PER_SPINE];
         spec.check().unwrap();
         check_invariants(&spec.plan());
     }

@@ -30,6 +30,10 @@ pub struct SwitchTemplate {
     pub pfcwd_poll_ms: u32,
     /// CPUs the switches' lcores are spread over (switch m on CPU m mod this).
     pub cpus: usize,
+    /// One ECMP hash seed for every switch (`[routing] ecmp_hash_seed`); `None`: each switch
+    /// its own (the default seed, from its name and MAC). Equal seeds on two ECMP stages
+    /// polarise (docs/fabric.md, polarisation).
+    pub ecmp_hash_seed: Option<u32>,
 }
 
 impl SwitchTemplate {
@@ -44,6 +48,7 @@ impl SwitchTemplate {
             pfcwd_restoration_ms: 200,
             pfcwd_poll_ms: 200,
             cpus: cpus.max(1),
+            ecmp_hash_seed: None,
         }
     }
 
@@ -121,6 +126,9 @@ impl SwitchTemplate {
                 poll_interval: self.pfcwd_poll_ms,
                 big_red_switch: false,
             },
+            routing: self.ecmp_hash_seed.map(|seed| Routing {
+                ecmp_hash_seed: seed,
+            }),
             runtime: Runtime {
                 // Adaptive: an idle lcore sleeps (at most 200 µs, on its sockets) instead of
                 // spinning; six switches share two CPUs with the kernel's veth work.
@@ -191,6 +199,9 @@ pub struct Document {
     pub wred_profile: IndexMap<String, Wred>,
     /// `[pfcwd]`.
     pub pfcwd: Pfcwd,
+    /// `[routing]` (only when the seed is forced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routing: Option<Routing>,
     /// `[runtime]`.
     pub runtime: Runtime,
     /// `[port.NAME]`, in port order.
@@ -281,6 +292,13 @@ pub struct Pfcwd {
     pub big_red_switch: bool,
 }
 
+/// `[routing]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Routing {
+    /// `ecmp_hash_seed`.
+    pub ecmp_hash_seed: u32,
+}
+
 /// `[runtime]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Runtime {
@@ -362,6 +380,23 @@ mod tests {
                 assert_eq!(config.runtime.lcores[0].cpu, m % 2);
             }
         }
+    }
+
+    #[test]
+    fn one_ecmp_seed_for_every_switch_or_each_its_own() {
+        let plan = FabricSpec::new("fab", 2, 2, 1).plan();
+        let mut template = SwitchTemplate::new("100M", 2);
+        let seeds = |t: &SwitchTemplate| -> Vec<u32> {
+            plan.switches
+                .iter()
+                .map(|s| parse(&t.toml(&plan, s).unwrap()).routing.ecmp_hash_seed)
+                .collect()
+        };
+        let own = seeds(&template);
+        let distinct: std::collections::BTreeSet<u32> = own.iter().copied().collect();
+        assert_eq!(distinct.len(), 4, "{own:?}");
+        template.ecmp_hash_seed = Some(7);
+        assert_eq!(seeds(&template), [7, 7, 7, 7]);
     }
 
     #[test]
