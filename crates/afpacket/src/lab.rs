@@ -251,3 +251,46 @@ impl Drop for VethLab {
         let _ = run("ip", &["netns", "del", &self.namespace]);
     }
 }
+
+/// A send-only packet socket on one interface of a namespace, for lab traffic the switch's own
+/// code must not produce (a NIC stuck in a PFC storm: `headroom lab fabric scenario storm`).
+/// Made on a thread that entered the namespace; the socket stays there.
+#[derive(Debug)]
+pub struct RawSender {
+    fd: OwnedFd,
+}
+
+impl RawSender {
+    /// A socket sending on `device` in `namespace` (receiving nothing).
+    ///
+    /// # Errors
+    /// The namespace or device does not exist, or packet sockets are refused (needs
+    /// `CAP_NET_RAW`).
+    pub fn open(namespace: &str, device: &str) -> io::Result<Self> {
+        let namespace = namespace.to_owned();
+        let device = device.to_owned();
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let _inside = NetnsGuard::enter(&namespace)?;
+                    let fd = sys::packet_socket()?;
+                    let mut req = sys::InterfaceRequest::new(&device).ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::InvalidInput, "bad interface name")
+                    })?;
+                    let index = req.index(fd.as_fd())?;
+                    sys::bind_packet(fd.as_fd(), index, 0)?;
+                    Ok(Self { fd })
+                })
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("thread panicked")))
+        })
+    }
+
+    /// Sends one frame as is (the socket is non-blocking: a full queue is an error).
+    ///
+    /// # Errors
+    /// What `send(2)` says.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        sys::send_frame(self.fd.as_fd(), frame)
+    }
+}

@@ -114,6 +114,16 @@ pub(crate) fn bind_packet(fd: BorrowedFd<'_>, ifindex: c_int, protocol_be: u16) 
     Ok(())
 }
 
+/// Sends one frame on a bound packet socket (`send(2)`, no flags).
+pub(crate) fn send_frame(fd: BorrowedFd<'_>, frame: &[u8]) -> io::Result<()> {
+    // SAFETY: `frame` is a valid buffer of the length given; `fd` is a live descriptor.
+    let rc = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// An `ifreq` naming one interface, for the `SIOCGIF*` and `SIOCETHTOOL` ioctls.
 pub(crate) struct InterfaceRequest {
     req: libc::ifreq,

@@ -895,197 +895,70 @@ fn polarization_shows_with_equal_seeds_and_goes_with_per_switch_seeds() {
     }
 }
 
-/// `headroom show fabric --json` rows of the fabric.
-fn fabric_rows(prefix: &str) -> Vec<Value> {
-    let out = run_ok(Command::new(HEADROOM).args(["show", "fabric", "--fabric", prefix, "--json"]));
-    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
-    view["ports"].as_array().unwrap().clone()
-}
-
-/// A thread in `namespace` until the flag drops: `each` every `every`.
-struct Repeat {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<u64>>,
-}
-
-impl Repeat {
-    fn start(mut each: impl FnMut() + Send + 'static, every: std::time::Duration) -> Self {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut n = 0;
-            while !flag.load(Ordering::Relaxed) {
-                each();
-                n += 1;
-                std::thread::sleep(every);
-            }
-            n
-        });
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn stop(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for Repeat {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// A UDP socket bound in `namespace` (made on a thread that entered it), DSCP `dscp`.
-fn udp_socket_in(namespace: &str, bind: &str, dscp: u8) -> std::net::UdpSocket {
-    let namespace = namespace.to_owned();
-    let bind = bind.to_owned();
-    std::thread::spawn(move || {
-        let _inside = headroom_afpacket::lab::NetnsGuard::enter(&namespace).unwrap();
-        let socket = std::net::UdpSocket::bind(bind.as_str()).unwrap();
-        let tos = libc::c_int::from(dscp << 2);
-        // SAFETY: setsockopt on a live socket with a c_int option of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&socket),
-                libc::IPPROTO_IP,
-                libc::IP_TOS,
-                (&raw const tos).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "IP_TOS");
-        socket
-    })
-    .join()
-    .unwrap()
-}
-
-/// Issue 14's storm: host3's NIC keeps sending PFC on priority 3 to leaf2 while host1 sends a
-/// lossless (DSCP 3) flow to host3 across the spines. Without the watchdog, leaf2's queue to
-/// host3 never drains, its lossless buffer fills and it pauses the spines (they receive PFC from
-/// leaf2, all the time); with the watchdog (the fabric's template: drop, 200 ms detection),
-/// leaf2 declares the storm on Ethernet2 and drops that queue's frames, and the spines receive
-/// no PFC from leaf2 after detection. The watchdog-off run is the negative control.
+/// `headroom lab fabric scenario storm` (issue 14's storm): host4's NIC keeps sending PFC on
+/// priority 3 to leaf2 while host1 sends it a lossless (DSCP 3) flow across the spines.
+/// Without the watchdog, leaf2's queue to host4 never drains, its lossless buffer fills and it
+/// pauses the spine the flow comes through, which pauses leaf1 in turn; with the watchdog (the
+/// fabric's template: drop, 200 ms detection), leaf2 declares the storm and drops that queue's
+/// frames, and no PFC reaches the spines after detection. The watchdog-off run is the negative
+/// control: the same storm, flow and counters.
 #[test]
 fn a_pfc_storm_from_one_host_reaches_the_spines_without_the_watchdog_and_not_with_it() {
     let fabric = Fabric::new();
-    let p = fabric.prefix.clone();
-    let report = fabric.up(&[]);
-    let host3 = report["plan"]["hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["name"] == "host3")
-        .unwrap()
-        .clone();
-    let mac: Vec<u8> = host3["mac"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| u8::try_from(b.as_u64().unwrap()).unwrap())
-        .collect();
-    let mac: [u8; 6] = mac.try_into().unwrap();
-    let set_watchdog = |enabled: bool| {
-        for s in ["spine1", "spine2", "leaf1", "leaf2"] {
-            for port in ["Ethernet0", "Ethernet1", "Ethernet2", "Ethernet3"] {
-                if s.starts_with("spine") && port > "Ethernet1" {
-                    continue;
-                }
-                run_ok(Command::new(HEADROOM).args([
-                    "set",
-                    "--fabric",
-                    &p,
-                    "--switch",
-                    s,
-                    "pfcwd",
-                    port,
-                    "--enabled",
-                    if enabled { "true" } else { "false" },
-                ]));
-            }
-        }
-    };
-    // PFC frames the spines received from leaf2, and leaf2 sent to them, priority 3.
-    let spread = || -> (u64, u64) {
-        let rows = fabric_rows(&p);
-        let rx: u64 = rows
-            .iter()
-            .filter(|r| {
-                r["switch"].as_str().unwrap().starts_with("spine")
-                    && r["peer"].as_str().unwrap().starts_with("leaf2 ")
-            })
-            .map(|r| r["pfc_rx"][3].as_u64().unwrap())
-            .sum();
-        let tx: u64 = rows
-            .iter()
-            .filter(|r| r["switch"] == "leaf2" && r["peer"].as_str().unwrap().starts_with("spine"))
-            .map(|r| r["pfc_tx"][3].as_u64().unwrap())
-            .sum();
-        (rx, tx)
-    };
-    let mut results = Vec::new();
-    for watchdog in [false, true] {
-        set_watchdog(watchdog);
-        let storm_socket = common::RawSocket::open(&format!("{p}-host3"), "eth0", 0);
-        // Priority 3 paused for 65535 quanta (0.34 s at 100M), again every 10 ms: a NIC whose
-        // receive pipeline is stuck (Guo et al., SIGCOMM 2016, §4.3).
-        let frame = common::pfc_frame(mac, 1 << 3, [0, 0, 0, 0xFFFF, 0, 0, 0, 0]);
-        let storm = Repeat::start(
-            move || {
-                let _ = storm_socket.send(&frame);
-            },
-            std::time::Duration::from_millis(10),
-        );
-        let socket = udp_socket_in(&format!("{p}-host1"), "10.2.1.1:49200", 3);
-        let payload = vec![0u8; 1000];
-        // About 30 Mb/s of lossless traffic to the stormed host.
-        let flow = Repeat::start(
-            move || {
-                let _ = socket.send_to(&payload, "10.2.2.1:4791");
-            },
-            std::time::Duration::from_micros(250),
-        );
-        // Detection (200 ms) plus a poll (200 ms), with margin; then a 2 s window.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let before = spread();
-        std::thread::sleep(std::time::Duration::from_secs(2));
-        let after = spread();
-        let sent = flow.stop();
-        let storms = storm.stop();
-        let rows = fabric_rows(&p);
-        let stormed = rows
-            .iter()
-            .find(|r| r["switch"] == "leaf2" && r["port"] == "Ethernet2")
-            .map(|r| r["storms_detected"].as_u64().unwrap())
-            .unwrap();
-        eprintln!(
-            "watchdog {watchdog}: {sent} datagrams, {storms} PFC frames from host3; in the 2 s \
-             window the spines received {} PFC frames from leaf2 (leaf2 sent {}); leaf2 \
-             Ethernet2 storms detected {stormed}",
-            after.0 - before.0,
-            after.1 - before.1
-        );
-        results.push((after.0 - before.0, after.1 - before.1, stormed));
-        // The storm is over: let the queues drain and the watchdog restore.
-        std::thread::sleep(std::time::Duration::from_secs(1));
-    }
-    let (off, on) = (results[0], results[1]);
-    assert!(
-        off.0 >= 10 && off.1 >= 10,
-        "without the watchdog the pause did not reach the spines: {off:?}"
+    let started = std::time::Instant::now();
+    let out = run_ok(Command::new(HEADROOM).args([
+        "lab",
+        "fabric",
+        "scenario",
+        "storm",
+        "--prefix",
+        &fabric.prefix,
+        "--json",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the --json report");
+    eprintln!(
+        "storm scenario in {:.1} s: {report:#}",
+        started.elapsed().as_secs_f64()
     );
-    assert_eq!(off.2, 0, "the watchdog was off: {off:?}");
-    assert!(on.2 >= 1, "leaf2 did not detect the storm: {on:?}");
     assert_eq!(
-        (on.0, on.1),
-        (0, 0),
-        "with the watchdog the pause still reached the spines: {on:?}"
+        (
+            report["stormed_host"].as_str(),
+            report["stormed_leaf"].as_str(),
+            report["stormed_port"].as_str()
+        ),
+        (Some("host4"), Some("leaf2"), Some("Ethernet3"))
+    );
+    let runs = report["runs"].as_array().unwrap();
+    let (off, on) = (&runs[0], &runs[1]);
+    assert_eq!(
+        (off["watchdog"].as_bool(), on["watchdog"].as_bool()),
+        (Some(false), Some(true))
+    );
+    for run in runs {
+        // The storm and the flow ran (a 10 ms and a 250 us period for about 3.5 s).
+        assert!(run["storm_frames_sent"].as_u64().unwrap() > 200, "{run:#}");
+        assert!(
+            run["flow_datagrams_sent"].as_u64().unwrap() > 5000,
+            "{run:#}"
+        );
+    }
+    // Without the watchdog: the spines keep receiving PFC from leaf2 (XOFF refreshed while its
+    // lossless buffer stays full: 12 frames in 2 s measured here) and pass the pause on.
+    assert!(off["spine_pfc_received"].as_u64().unwrap() >= 3, "{off:#}");
+    assert!(off["spine_pfc_sent"].as_u64().unwrap() >= 1, "{off:#}");
+    assert_eq!(off["storms_detected"], 0, "{off:#}");
+    // With it: detected at leaf2 Ethernet3, and nothing reaches the spines.
+    assert!(on["storms_detected"].as_u64().unwrap() >= 1, "{on:#}");
+    assert!(
+        on["watchdog_state"].as_str().unwrap().contains("stormed"),
+        "{on:#}"
+    );
+    assert_eq!(
+        (
+            on["spine_pfc_received"].as_u64(),
+            on["spine_pfc_sent"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{on:#}"
     );
 }

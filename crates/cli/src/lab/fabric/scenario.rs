@@ -23,6 +23,19 @@
 //! (rocegen addresses the peer's MAC and does not cross routers yet). The load of each link is
 //! the spine port's routed-out packet count (`rif_out_packets`, `show host-interfaces`) over the
 //! run.
+//!
+//! # storm
+//!
+//! A NIC whose receive pipeline is stuck keeps pausing its switch (Guo et al., SIGCOMM 2016,
+//! §4.3): the last host of the last leaf sends a PFC frame pausing priority 3 for 65535 quanta
+//! every 10 ms, while the first host of the first leaf sends it a lossless flow (UDP, DSCP 3 →
+//! priority 3 under the template's DSCP trust) across the spines. Twice: with the watchdog off on
+//! every port of every switch (`port.P.pfcwd.enabled = false` through the control socket), then
+//! on (the template: drop, 200 ms detection). After detection plus a poll, the scenario counts
+//! over a window the PFC frames the spines received from the stormed leaf, the frames the
+//! spines sent to the other leaves (the pause going on), and the storms the stormed leaf
+//! detected on the host's port. Without the watchdog the pause reaches the spines; with it the
+//! leaf declares the storm, drops the queue and pauses nobody.
 
 use super::plan::{Peer, Plan};
 use super::{read_plan, switch_socket, UpArgs};
@@ -58,6 +71,29 @@ enum Scenario {
     /// ECMP polarisation: the same hash seed on both ECMP stages (leaf, spine) vs each switch
     /// its own; the load of each spine's links to the destination leaf.
     Polarization(PolarizationArgs),
+    /// A PFC storm from one host: without the watchdog the pause reaches the spines, with it
+    /// the storm is contained at the host's leaf.
+    Storm(StormArgs),
+}
+
+#[derive(Debug, Args)]
+struct StormArgs {
+    /// Prefix of the fabric (built or repaired as the scenario needs it: 2 x 2 x 2).
+    #[arg(long, default_value = "fab")]
+    prefix: String,
+    /// Milliseconds from the start of the storm to the start of the window (detection and a
+    /// poll of the watchdog, with margin).
+    #[arg(long, default_value_t = 1500)]
+    settle_ms: u64,
+    /// Milliseconds of the window the PFC frames are counted in.
+    #[arg(long, default_value_t = 2000)]
+    window_ms: u64,
+    /// Seconds to wait for the fabric to come up.
+    #[arg(long, default_value_t = 90)]
+    timeout: u64,
+    /// One JSON object instead of the tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +121,7 @@ struct PolarizationArgs {
 pub(super) fn scenario(args: &ScenarioArgs) -> Result<ExitCode, LabError> {
     match &args.scenario {
         Scenario::Polarization(p) => polarization(p),
+        Scenario::Storm(s) => storm(s),
     }
 }
 
@@ -351,6 +388,337 @@ fn describe(report: &PolarizationReport) -> String {
                     idle.join(", ")
                 );
             }
+        }
+    }
+    t
+}
+
+/// The priority the stormed NIC pauses and the flow uses (a lossless one of the template).
+const STORM_PRIORITY: usize = 3;
+/// DSCP of the lossless flow: 3 → priority 3 (SONiC's AZURE map, the template's trust).
+const STORM_DSCP: u8 = 3;
+
+/// One port's PFC counter in a storm run.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct PfcLoad {
+    /// The switch.
+    pub switch: String,
+    /// Its port.
+    pub port: String,
+    /// What is at the other end.
+    pub peer: String,
+    /// PFC frames on the storm's priority during the window (received or sent, see the field
+    /// holding it).
+    pub frames: u64,
+}
+
+/// One storm run.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StormRun {
+    /// The watchdog on every port (the template) or off.
+    pub watchdog: bool,
+    /// PFC frames the stormed host sent, the whole run.
+    pub storm_frames_sent: u64,
+    /// Datagrams of the lossless flow, the whole run.
+    pub flow_datagrams_sent: u64,
+    /// PFC frames the spines received from the stormed leaf in the window, per port.
+    pub spines_received_from_leaf: Vec<PfcLoad>,
+    /// PFC frames the spines sent to the other leaves in the window (the pause going on).
+    pub spines_sent_to_other_leaves: Vec<PfcLoad>,
+    /// Sum of [`Self::spines_received_from_leaf`].
+    pub spine_pfc_received: u64,
+    /// Sum of [`Self::spines_sent_to_other_leaves`].
+    pub spine_pfc_sent: u64,
+    /// Storms the stormed leaf detected on the host's port since it started (the off run
+    /// comes first, so the on run's count is its own).
+    pub storms_detected: u64,
+    /// The stormed port's watchdog state at the end of the window.
+    pub watchdog_state: String,
+}
+
+/// The storm scenario's report.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StormReport {
+    /// The fabric's prefix.
+    pub fabric: String,
+    /// The host whose NIC storms, its leaf, and the leaf's port to it.
+    pub stormed_host: String,
+    /// See [`Self::stormed_host`].
+    pub stormed_leaf: String,
+    /// See [`Self::stormed_host`].
+    pub stormed_port: String,
+    /// The host sending the lossless flow to it.
+    pub sender: String,
+    /// The PFC priority.
+    pub priority: usize,
+    /// The window, ms.
+    pub window_ms: u64,
+    /// Watchdog off, then on.
+    pub runs: Vec<StormRun>,
+}
+
+/// A thread repeating `each` every `every` until `stop`; the number of times it ran.
+fn repeat<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    stop: &'scope std::sync::atomic::AtomicBool,
+    every: Duration,
+    mut each: impl FnMut() + Send + 'scope,
+) -> std::thread::ScopedJoinHandle<'scope, u64> {
+    std::thread::Builder::new()
+        .spawn_scoped(scope, move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                each();
+                n += 1;
+                std::thread::sleep(every);
+            }
+            n
+        })
+        .expect("spawning a thread")
+}
+
+/// Sets every port's watchdog of every switch on or off.
+fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
+    use headroom_runtime::protocol::Change;
+    for switch in &plan.switches {
+        let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
+        for port in &switch.ports {
+            let change = Change::Key {
+                key: format!("port.\"{}\".pfcwd.enabled", port.name),
+                value: enabled.to_string(),
+            };
+            let answer = target
+                .request(&Request::Set { change })
+                .map_err(|e| LabError::Failed(format!("{}: {e}", switch.name)))?;
+            if !answer.ok {
+                return Err(LabError::Failed(format!(
+                    "{}: setting {} pfcwd.enabled = {enabled} refused: {}",
+                    switch.name, port.name, answer.data
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
+    let up = UpArgs {
+        timeout: args.timeout,
+        quiet: true,
+        ..UpArgs::defaults(&args.prefix)
+    };
+    super::up(&up)?;
+    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
+    let (first_leaf, last_leaf) = ends(&plan);
+    let stormed = plan
+        .hosts_of(&last_leaf)
+        .last()
+        .cloned()
+        .ok_or_else(|| LabError::Failed(format!("{last_leaf} has no host")))?;
+    let sender = plan
+        .hosts_of(&first_leaf)
+        .next()
+        .cloned()
+        .ok_or_else(|| LabError::Failed(format!("{first_leaf} has no host")))?;
+    // The PFC frame of a stuck NIC (IEEE 802.1Qbb): priority 3 paused for 65535 quanta (0.34 s
+    // at 100M), from the host's MAC.
+    let mut quanta = [0u16; 8];
+    quanta[STORM_PRIORITY] = 0xFFFF;
+    let frame =
+        headroom_wire::mac_control::MacControlRepr::Pfc(headroom_wire::mac_control::PfcRepr {
+            class_enable: 1 << STORM_PRIORITY,
+            pause_quanta: quanta,
+        });
+    let mut pfc = [0u8; 60];
+    frame
+        .emit_frame(headroom_wire::ethernet::MacAddress(stormed.mac), &mut pfc)
+        .map_err(|e| LabError::Failed(format!("building the PFC frame: {e:?}")))?;
+    let mut runs = Vec::new();
+    for watchdog in [false, true] {
+        set_watchdogs(&plan, watchdog)?;
+        let raw = headroom_afpacket::lab::RawSender::open(&stormed.namespace, &stormed.device)
+            .map_err(|e| {
+                LabError::Failed(format!("packet socket in {}: {e}", stormed.namespace))
+            })?;
+        let socket = in_namespace(&sender.namespace, || {
+            let socket = UdpSocket::bind(SocketAddrV4::new(sender.address, FIRST_SOURCE_PORT))?;
+            rustix::net::sockopt::set_ip_tos(&socket, STORM_DSCP << 2)?;
+            Ok(socket)
+        })?;
+        let to = SocketAddrV4::new(stormed.address, ROCE_PORT);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let payload = [0u8; 1000];
+        let (before, after, storm_frames_sent, flow_datagrams_sent) = std::thread::scope(|scope| {
+            let storm = repeat(scope, &stop, Duration::from_millis(10), || {
+                let _ = raw.send(&pfc);
+            });
+            // About 30 Mb/s of lossless traffic towards the stormed host.
+            let flow = repeat(scope, &stop, Duration::from_micros(250), || {
+                let _ = socket.send_to(&payload, to);
+            });
+            std::thread::sleep(Duration::from_millis(args.settle_ms));
+            let before = super::view::collect(&plan);
+            std::thread::sleep(Duration::from_millis(args.window_ms));
+            let after = super::view::collect(&plan);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (
+                before,
+                after,
+                storm.join().unwrap_or(0),
+                flow.join().unwrap_or(0),
+            )
+        });
+        for view in [&before, &after] {
+            if let Some((name, e)) = view.unreachable.iter().next() {
+                return Err(LabError::Failed(format!("{name} does not answer: {e}")));
+            }
+        }
+        let delta = |switch: &str, port: &str, tx: bool| -> u64 {
+            let pick = |v: &super::view::FabricView| {
+                v.ports
+                    .iter()
+                    .find(|r| r.switch == switch && r.port == port)
+                    .map_or(0, |r| {
+                        if tx {
+                            r.pfc_tx[STORM_PRIORITY]
+                        } else {
+                            r.pfc_rx[STORM_PRIORITY]
+                        }
+                    })
+            };
+            pick(&after).saturating_sub(pick(&before))
+        };
+        let mut received = Vec::new();
+        let mut sent = Vec::new();
+        for spine in plan.spines() {
+            for port in &spine.ports {
+                let Peer::Switch { name, port: far } = &port.peer else {
+                    continue;
+                };
+                let peer = format!("{name} {far}");
+                if *name == last_leaf {
+                    received.push(PfcLoad {
+                        switch: spine.name.clone(),
+                        port: port.name.clone(),
+                        peer,
+                        frames: delta(&spine.name, &port.name, false),
+                    });
+                } else {
+                    sent.push(PfcLoad {
+                        switch: spine.name.clone(),
+                        port: port.name.clone(),
+                        peer,
+                        frames: delta(&spine.name, &port.name, true),
+                    });
+                }
+            }
+        }
+        let stormed_row = after
+            .ports
+            .iter()
+            .find(|r| r.switch == last_leaf && r.port == stormed.leaf_port);
+        runs.push(StormRun {
+            watchdog,
+            storm_frames_sent,
+            flow_datagrams_sent,
+            spine_pfc_received: received.iter().map(|l| l.frames).sum(),
+            spine_pfc_sent: sent.iter().map(|l| l.frames).sum(),
+            spines_received_from_leaf: received,
+            spines_sent_to_other_leaves: sent,
+            storms_detected: stormed_row.map_or(0, |r| r.storms_detected),
+            watchdog_state: stormed_row.map_or_else(String::new, |r| r.watchdog.clone()),
+        });
+        // The storm is over: the paused queues drain and the watchdog restores.
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    // The fabric is left as the template has it: the watchdog on.
+    set_watchdogs(&plan, true)?;
+    let report = StormReport {
+        fabric: args.prefix.clone(),
+        stormed_host: stormed.name.clone(),
+        stormed_leaf: last_leaf,
+        stormed_port: stormed.leaf_port.clone(),
+        sender: sender.name.clone(),
+        priority: STORM_PRIORITY,
+        window_ms: args.window_ms,
+        runs,
+    };
+    if args.json {
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
+        emit(format_args!("{text}\n"));
+    } else {
+        emit(format_args!("{}", describe_storm(&report)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe_storm(r: &StormReport) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "storm on fabric {:?}: {}'s NIC pauses priority {} towards {} {} every 10 ms while {} \
+         sends it a lossless flow (DSCP {STORM_DSCP}) across the spines; PFC counted over {} ms \
+         after detection",
+        r.fabric, r.stormed_host, r.priority, r.stormed_leaf, r.stormed_port, r.sender, r.window_ms
+    );
+    for run in &r.runs {
+        let _ = writeln!(
+            t,
+            "\nwatchdog {} ({} PFC frames from {}, {} datagrams of the flow):",
+            if run.watchdog { "on" } else { "off" },
+            thousands(run.storm_frames_sent),
+            r.stormed_host,
+            thousands(run.flow_datagrams_sent)
+        );
+        let mut table = Table::new(["Spine", "Port", "Peer", "PFC rx", "PFC tx"]).left_all();
+        for l in &run.spines_received_from_leaf {
+            table.row([
+                l.switch.clone(),
+                l.port.clone(),
+                l.peer.clone(),
+                thousands(l.frames),
+                String::new(),
+            ]);
+        }
+        for l in &run.spines_sent_to_other_leaves {
+            table.row([
+                l.switch.clone(),
+                l.port.clone(),
+                l.peer.clone(),
+                String::new(),
+                thousands(l.frames),
+            ]);
+        }
+        let _ = write!(t, "{table}");
+        if run.spine_pfc_received > 0 {
+            let at: Vec<String> = run
+                .spines_received_from_leaf
+                .iter()
+                .filter(|l| l.frames > 0)
+                .map(|l| format!("{} {}", l.switch, l.port))
+                .collect();
+            let _ = writeln!(
+                t,
+                "  SPREAD: {} pauses the spines ({} PFC frames at {}){}",
+                r.stormed_leaf,
+                run.spine_pfc_received,
+                at.join(", "),
+                if run.spine_pfc_sent > 0 {
+                    format!(
+                        ", and the spines pause the other leaves ({})",
+                        run.spine_pfc_sent
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        } else {
+            let _ = writeln!(
+                t,
+                "  CONTAINED at {} {}: {} storm(s) detected (watchdog {}), no PFC to the spines",
+                r.stormed_leaf, r.stormed_port, run.storms_detected, run.watchdog_state
+            );
         }
     }
     t
