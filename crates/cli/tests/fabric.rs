@@ -134,6 +134,19 @@ impl Drop for Fabric {
     }
 }
 
+/// Builds rocegen next to the headroom under test (same profile); a no-op when up to date.
+fn build_rocegen() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "-p", "headroom-rocegen"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        command.arg("--release");
+    }
+    run_ok(&mut command);
+}
+
 fn remove_stale_fabrics() {
     let mut prefixes = BTreeSet::new();
     for dir in ["/run/netns", "/etc/frr", "/var/run/frr"] {
@@ -554,6 +567,61 @@ fn the_fabric_is_built_as_planned_repaired_and_removed_without_leftovers() {
         assert!(*n >= DATAGRAMS + 10, "{s} routed {n}");
     }
     assert!(routed[0] + routed[1] >= DATAGRAMS + 10, "{routed:?}");
+
+    // RoCE across the spines: rocegen (write_bw, 2 s) from host1 to host4. Its frames go to
+    // the next hop's MAC (the leaf's), read from host1's kernel after the out-of-band TCP
+    // exchange resolved it; headroom routes them like any UDP to 4791.
+    build_rocegen();
+    let rocegen = Path::new(HEADROOM).parent().unwrap().join("rocegen");
+    let roce = |ns: &str, server: Option<&str>| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]).arg(&rocegen).args([
+            "write_bw",
+            "-d",
+            "eth0",
+            "--link-speed",
+            "100M",
+            "-D",
+            "2",
+            "--json",
+        ]);
+        if let Some(s) = server {
+            c.arg(s);
+        }
+        c
+    };
+    let server = common::Background::spawn(roce(&format!("{p}-host4"), None));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = run_ok(&mut roce(&format!("{p}-host1"), Some("10.2.2.3")));
+    drop(server);
+    let client: headroom_rocegen::report::Report =
+        serde_json::from_slice(&out.stdout).expect("rocegen's report");
+    eprintln!(
+        "rocegen host1 -> host4 across the spines: {:?} MB/s, {} messages, {} retransmitted",
+        client
+            .bw
+            .iter()
+            .map(|r| r.bw_average_mb_per_sec)
+            .collect::<Vec<_>>(),
+        client.counters.messages_completed,
+        client.counters.retransmitted_packets
+    );
+    assert_eq!(
+        client.error,
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        client.counters.messages_completed > 0,
+        "{:#?}",
+        client.counters
+    );
+    assert!(
+        client.bw.iter().any(|r| r.bw_average_mb_per_sec > 1.0),
+        "{:?}",
+        client.bw
+    );
 
     // Idle, the switches' lcores sleep instead of spinning (adaptive polling): a busy-polling
     // lcore would show as about 100 %.

@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod flow;
+pub mod nexthop;
 pub use headroom_rnic as nic;
 pub mod oob;
 pub mod report;

@@ -310,6 +310,15 @@ fn nic_config(
     for peer in peers {
         let peer_mac = parse_mac(&peer.remote.mac)
             .ok_or_else(|| RunError::Peer(format!("bad MAC address {:?}", peer.remote.mac)))?;
+        // Across routers the frames go to the next hop's MAC, not the peer's (IPv6 peers are
+        // taken as on the link).
+        let peer_mac = match peer.remote.ip {
+            IpAddr::V4(ip) => MacAddress(
+                crate::nexthop::destination_mac(&settings.device, ip, peer_mac.0)
+                    .map_err(RunError::Peer)?,
+            ),
+            IpAddr::V6(_) => peer_mac,
+        };
         if peer.local.len() != peer.remote.qps.len() {
             return Err(RunError::Peer(
                 "the two sides have different numbers of QPs".into(),

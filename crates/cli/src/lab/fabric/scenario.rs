@@ -20,7 +20,7 @@
 //!
 //! The traffic is UDP to port 4791 (RoCEv2's) from each leaf1 host to each leaf2 host, one flow
 //! per UDP source port, as RoCE NICs spread QPs (reference §4.3), sent from the hosts' kernels
-//! (rocegen addresses the peer's MAC and does not cross routers yet). The load of each link is
+//! (kernel sockets: each flow's source port is exactly the chosen one). The load of each link is
 //! the spine port's routed-out packet count (`rif_out_packets`, `show host-interfaces`) over the
 //! run.
 //!
