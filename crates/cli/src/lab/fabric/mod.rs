@@ -574,6 +574,13 @@ fn stop_switch(prefix: &str, name: &str) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         let end = Instant::now() + Duration::from_secs(5);
         while Path::new(&format!("/proc/{}", pid.as_raw_nonzero())).exists() {
+            // A switch this process started (a scenario's earlier `up`) stays a zombie until
+            // reaped; for anyone else's this fails (not our child) and changes nothing.
+            if let Ok(Some(_)) =
+                rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG)
+            {
+                break;
+            }
             if Instant::now() >= end {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                 break;

@@ -290,8 +290,11 @@ fn measure(
             .filter_map(|p| match &p.peer {
                 Peer::Switch { name, port } if *name == destination => {
                     let key = (spine.name.clone(), p.name.clone());
-                    let packets = after.get(&key).copied().unwrap_or_default()
-                        - before.get(&key).copied().unwrap_or_default();
+                    let packets = after
+                        .get(&key)
+                        .copied()
+                        .unwrap_or_default()
+                        .saturating_sub(before.get(&key).copied().unwrap_or_default());
                     Some(LinkLoad {
                         switch: spine.name.clone(),
                         port: p.name.clone(),
