@@ -82,6 +82,10 @@ struct UpArgs {
     /// Build the network only; do not start the switch.
     #[arg(long)]
     no_switch: bool,
+    /// The generated configuration runs no LLDP/DCBX agent (`[lldp] enabled = false`): the
+    /// switch sends no LLDPDUs to the hosts.
+    #[arg(long)]
+    no_lldp: bool,
     /// Write the generated configuration to this file (default: /run/headroom/P-lab.toml).
     #[arg(long, value_name = "PATH", conflicts_with = "config")]
     write_config: Option<PathBuf>,
@@ -162,6 +166,7 @@ fn up(args: &UpArgs) -> ExitCode {
 fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
     let mut spec = LabSpec::new(&args.prefix, args.hosts, &args.speed);
     spec.driver = args.driver;
+    spec.lldp = !args.no_lldp;
     spec.check().map_err(LabError::Refused)?;
     // A user configuration is read first: its exporter address is where the lab's search for
     // a free port starts.

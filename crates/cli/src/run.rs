@@ -223,7 +223,7 @@ pub(crate) fn run_with(
             headroom_runtime::log_event(running.shared(), &running.clock(), &event);
             control.note_event(&event);
         }
-        control.pump_host_interfaces(&mut running);
+        control.pump_control_frames(&mut running);
         if !running.is_healthy() {
             tracing::error!("an lcore stopped unexpectedly; shutting down");
             break;
@@ -305,6 +305,8 @@ pub(crate) fn run_with(
         }
     }
     tracing::info!("stopping: draining queues");
+    // Neighbours forget us at once (TTL-0 LLDPDUs, drained out by the stop).
+    control.shutdown_lldp(&mut running);
     let old = Retired::stop(running);
     log_fault_stats(&faults);
     print_counters(&old, &control);

@@ -89,6 +89,7 @@ fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_cha
     // no stations).
     let mut spec = lab.spec.clone();
     spec.static_fdb = false;
+    spec.lldp = lab.lldp;
     let generated = spec.config_toml();
     let routed = generated.replace(
         "vlan_mode = \"access\"\naccess_vlan = 1\n",

@@ -308,6 +308,8 @@ pub struct ControlPlane {
     /// The routed ports' host interfaces and the netlink mirror (`None`: no routed port, or
     /// not opened yet).
     host: Option<crate::host_interfaces::HostInterfaces>,
+    /// The LLDP/DCBX agent (`crate::lldp`).
+    lldp: crate::lldp::Lldp,
 }
 
 impl Drop for ControlPlane {
@@ -386,6 +388,7 @@ impl ControlPlane {
             last_link_poll: std::time::Instant::now()
                 .checked_sub(LINK_POLL)
                 .unwrap_or_else(std::time::Instant::now),
+            lldp: crate::lldp::Lldp::new(&config),
             config,
             host: None,
         })
@@ -416,26 +419,51 @@ impl ControlPlane {
         self.host.as_ref()
     }
 
-    /// The control loop's wait: up to `timeout`, or [`crate::host_interfaces::ROUTED_TURN`]
-    /// with host interfaces (woken at once by a TAP or netlink), so that punted frames reach
-    /// the kernel promptly.
+    /// The control loop's wait: up to `timeout` and at most until the LLDP agent's next
+    /// deadline, or [`crate::host_interfaces::ROUTED_TURN`] with host interfaces (woken at once
+    /// by a TAP or netlink), so that punted frames reach the kernel promptly.
     pub fn wait(&self, timeout: Duration) {
+        let timeout = self
+            .lldp
+            .until_deadline()
+            .map_or(timeout, |d| timeout.min(d));
         match &self.host {
             Some(h) => h.wait(timeout.min(crate::host_interfaces::ROUTED_TURN)),
+            None if timeout.is_zero() => {}
             None => std::thread::sleep(timeout),
         }
     }
 
-    /// Moves frames between the dataplane and the host interfaces and mirrors the kernel's
-    /// FIB into the lcores (one turn); without host interfaces, drops what was punted
-    /// (counted unconsumed).
-    pub fn pump_host_interfaces(&mut self, running: &mut Running) {
-        match &mut self.host {
-            Some(h) => h.pump(running),
-            None => {
-                running.drain_punts();
+    /// One turn of the frames between the dataplane and the control plane: punted LLDP frames
+    /// to the LLDP agent (on ports where it runs), other punted frames to the routed ports' host
+    /// interfaces (what neither takes is counted unconsumed and dropped); the kernel's frames
+    /// from the TAPs to the dataplane and its FIB to the lcores; the agent's timers, LLDPDUs
+    /// (injected) and events (logged).
+    pub fn pump_control_frames(&mut self, running: &mut Running) {
+        let (host, lldp) = (&mut self.host, &mut self.lldp);
+        running.drain_punts_to(&mut |port, reason, frame| {
+            if reason == headroom_core::punt::PuntReason::Lldp && lldp.owns(port) {
+                lldp.handle_punt(port, frame);
+                return true;
             }
+            host.as_mut().is_some_and(|h| h.deliver_punt(port, frame))
+        });
+        if let Some(h) = host {
+            h.pump(running);
         }
+        lldp.pump(running);
+    }
+
+    /// The LLDP/DCBX agent.
+    #[must_use]
+    pub fn lldp(&self) -> &crate::lldp::Lldp {
+        &self.lldp
+    }
+
+    /// Sends every transmitting port's shutdown LLDPDU (TTL 0) through `running`; call before
+    /// the final stop, which drains them out.
+    pub fn shutdown_lldp(&mut self, running: &mut Running) {
+        self.lldp.shutdown(running);
     }
 
     fn port_names(&self) -> Vec<String> {
@@ -843,6 +871,8 @@ impl ControlPlane {
                 rows.sort_by(|a, b| (a.vlan, &a.mac).cmp(&(b.vlan, &b.mac)));
                 Response::ok(rows)
             }
+            Show::LldpNeighbors => Response::ok(self.lldp.view()),
+            Show::Dcbx => Response::ok(self.lldp.dcbx()),
             Show::Config => Response::ok(RunningConfig {
                 file: self.config_path.display().to_string(),
                 text: self.config_text.clone(),
@@ -1304,6 +1334,7 @@ impl ControlPlane {
             }
         });
         self.capture_flags_stale = true;
+        self.lldp.reconfigure(&config);
         self.config_text = text;
         self.config = config;
     }

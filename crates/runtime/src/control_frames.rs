@@ -225,6 +225,12 @@ impl Injector {
         }
     }
 
+    /// Requests in the ring that the lcore has not taken yet.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        INJECT_RING_FRAMES - self.requests.slots()
+    }
+
     /// Frames refused because the ring was full.
     #[must_use]
     pub fn ring_full(&self) -> u64 {

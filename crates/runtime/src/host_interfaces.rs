@@ -7,9 +7,12 @@
 //! solicitations, MLD, DAD) into the L2 domain, and a bridged port has no address for the kernel
 //! to answer on until VLAN interfaces exist; their punted frames stay counted *unconsumed*.
 //!
-//! Per turn of the control loop ([`HostInterfaces::pump`]):
-//! 1. Punted frames of a port with a TAP are written to it (non-blocking: a full TAP queue is a
-//!    counted drop, `punt_tap_full`); frames of other ports stay *unconsumed*.
+//! Per turn of the control loop (`ControlPlane::pump_control_frames`, then
+//! [`HostInterfaces::pump`]):
+//! 1. Punted frames of a port with a TAP are written to it ([`HostInterfaces::deliver_punt`],
+//!    non-blocking: a full TAP queue is a counted drop, `punt_tap_full`); frames of other ports
+//!    stay *unconsumed*. LLDP frames of a port whose LLDP agent runs are the agent's
+//!    ([`crate::lldp`]), not the TAP's.
 //! 2. Frames the kernel wrote to a TAP are read (at most [`INJECT_PER_TAP_PER_TURN`] per TAP)
 //!    and sent out of the port with [`Running::inject`] (the normal egress path: classified,
 //!    rate-limited, scheduled); a refusal is counted (`inject_refused`).
@@ -276,33 +279,32 @@ impl HostInterfaces {
         let _ = poll(&mut pollfds, Some(&ts));
     }
 
-    /// One turn (module docs): punts to the TAPs, the kernel's frames to the dataplane, the
-    /// mirror to the lcores.
+    /// One turn (module docs) after the punted frames were delivered
+    /// ([`HostInterfaces::deliver_punt`]): the kernel's frames to the dataplane, the mirror to
+    /// the lcores.
     pub fn pump(&mut self, running: &mut Running) {
-        self.deliver_punts(running);
         self.inject_from_taps(running);
         self.mirror_fib(running);
     }
 
-    fn deliver_punts(&mut self, running: &mut Running) {
-        let (ports, by_port) = (&mut self.ports, &self.by_port);
-        running.drain_punts_to(&mut |port: PortId, _reason: PuntReason, frame: &[u8]| {
-            let Some(&Some(i)) = by_port.get(port.index()) else {
-                return false;
-            };
-            let h = &mut ports[i];
-            match h.tap.write_frame(frame) {
-                Ok(true) => h.counters.punt_frames += 1,
-                Ok(false) => h.counters.punt_tap_full += 1,
-                Err(e) => {
-                    if h.counters.punt_errors == 0 {
-                        tracing::warn!(interface = %h.tap.name(), error = %e, len = frame.len(), "the host interface refused a punted frame");
-                    }
-                    h.counters.punt_errors += 1;
+    /// Writes a punted frame of `port` to its TAP; `false` when the port has none (the frame
+    /// stays unconsumed).
+    pub fn deliver_punt(&mut self, port: PortId, frame: &[u8]) -> bool {
+        let Some(&Some(i)) = self.by_port.get(port.index()) else {
+            return false;
+        };
+        let h = &mut self.ports[i];
+        match h.tap.write_frame(frame) {
+            Ok(true) => h.counters.punt_frames += 1,
+            Ok(false) => h.counters.punt_tap_full += 1,
+            Err(e) => {
+                if h.counters.punt_errors == 0 {
+                    tracing::warn!(interface = %h.tap.name(), error = %e, len = frame.len(), "the host interface refused a punted frame");
                 }
+                h.counters.punt_errors += 1;
             }
-            true
-        });
+        }
+        true
     }
 
     fn inject_from_taps(&mut self, running: &mut Running) {

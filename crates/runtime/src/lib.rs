@@ -20,6 +20,7 @@ pub mod host_interfaces;
 pub mod lcore;
 mod lcore_channel;
 pub mod ledger;
+pub mod lldp;
 pub mod mirror;
 pub mod protocol;
 pub mod rates;
@@ -476,6 +477,12 @@ impl Running {
             .as_mut()
             .ok_or(InjectError::NoInjectLcore)?
             .inject(port, bytes)
+    }
+
+    /// Inject requests the inject lcore has not taken yet.
+    #[must_use]
+    pub fn inject_pending(&self) -> usize {
+        self.injector.as_ref().map_or(0, Injector::pending)
     }
 
     /// Inject requests refused because the ring towards the lcore was full.

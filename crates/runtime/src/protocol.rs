@@ -120,6 +120,12 @@ pub enum Show {
     IpNeighbors,
     /// The routed ports' host interfaces: punted and injected frames.
     HostInterfaces,
+    /// LLDP neighbours, per-port LLDP counters and recent LLDP/DCBX events (`show lldp
+    /// neighbors`, lldpctl / SONiC `show lldp table`).
+    LldpNeighbors,
+    /// Per port: the DCBX this switch advertises, its neighbour's, and the verdict (`show
+    /// dcbx`).
+    Dcbx,
 }
 
 /// PG watermark kind.
@@ -620,6 +626,185 @@ pub struct HostInterfacesView {
     pub interfaces: Vec<HostInterfaceRow>,
     /// Punted frames dropped because their port has no host interface, by punt reason.
     pub punted_unconsumed: BTreeMap<String, u64>,
+}
+
+/// `show lldp neighbors`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpView {
+    /// Our System Name.
+    pub system_name: String,
+    /// Our Chassis ID (the switch MAC).
+    pub chassis_id: String,
+    /// Every neighbour of every port, in port order.
+    pub neighbors: Vec<LldpNeighborRow>,
+    /// Per-port counters (802.1AB LLDP MIB `lldpStats…`).
+    pub ports: Vec<LldpPortRow>,
+    /// The last LLDP/DCBX events logged, oldest first.
+    pub recent_events: Vec<LldpEventRow>,
+}
+
+/// One LLDP neighbour.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpNeighborRow {
+    /// Our port.
+    pub local_port: String,
+    /// Its Chassis ID (a MAC as `aa:bb:…`, names as text, else hex).
+    pub chassis_id: String,
+    /// Its Port ID.
+    pub port_id: String,
+    /// Port Description.
+    pub port_description: Option<String>,
+    /// System Name.
+    pub system_name: Option<String>,
+    /// System Description.
+    pub system_description: Option<String>,
+    /// Capabilities, lldpctl's letters (`B` bridge, `R` router, `S` station; lower case: not
+    /// enabled).
+    pub capabilities: String,
+    /// Management addresses.
+    pub management_addresses: Vec<String>,
+    /// The TTL it announced, seconds.
+    pub ttl_s: u16,
+    /// Seconds since it was first heard.
+    pub age_s: u64,
+    /// Seconds until it is forgotten unless it sends again.
+    pub expires_in_s: u64,
+    /// It sends 802.1Qaz DCBX TLVs.
+    pub dcbx: bool,
+    /// Source MAC of its last LLDPDU.
+    pub src_mac: String,
+}
+
+/// LLDP counters of one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpPortRow {
+    /// The port.
+    pub port: String,
+    /// `lldp_admin_status`.
+    pub admin_status: String,
+    /// LLDPDUs built (lldpStatsTxPortFramesTotal).
+    pub tx_frames: u64,
+    /// LLDPDUs the dataplane took to send.
+    pub tx_injected: u64,
+    /// LLDPDUs the dataplane refused (inject ring full): lost.
+    pub tx_inject_refused: u64,
+    /// LLDPDUs too long for one frame (lldpStatsTxLLDPDULengthErrors).
+    pub tx_length_errors: u64,
+    /// LLDP frames received.
+    pub rx_frames: u64,
+    /// Frames not used (lldpStatsRxPortFramesDiscardedTotal).
+    pub rx_discarded: u64,
+    /// Invalid frames by reason (lldpStatsRxPortFramesErrors).
+    pub rx_errors: BTreeMap<String, u64>,
+    /// Valid frames from one neighbour too many (tooManyNeighbors).
+    pub rx_table_full: u64,
+    /// Frames received while the port does not receive.
+    pub rx_disabled: u64,
+    /// Optional TLVs discarded (lldpStatsRxPortTLVsDiscardedTotal).
+    pub rx_tlvs_discarded: u64,
+    /// TLVs not decoded (lldpStatsRxPortTLVsUnrecognizedTotal).
+    pub rx_tlvs_unrecognized: u64,
+    /// Neighbours aged out (lldpStatsRxPortAgeoutsTotal).
+    pub ageouts: u64,
+    /// Neighbours added.
+    pub inserts: u64,
+    /// Neighbours removed.
+    pub deletes: u64,
+}
+
+/// One logged LLDP/DCBX event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LldpEventRow {
+    /// Seconds ago.
+    pub age_s: u64,
+    /// The port.
+    pub port: String,
+    /// `neighbor_added`, `neighbor_changed`, `neighbor_removed`, `dcbx_verdict`.
+    pub kind: String,
+    /// The logged sentence.
+    pub message: String,
+}
+
+/// `show dcbx`: one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxRow {
+    /// The port.
+    pub port: String,
+    /// `lldp_admin_status`.
+    pub admin_status: String,
+    /// `no-neighbour`, `no-dcbx`, `consistent` or `mismatch`.
+    pub status: String,
+    /// Why: mismatches first, then notes.
+    pub findings: Vec<DcbxFinding>,
+    /// The neighbour compared with (chassis and port).
+    pub neighbor: Option<String>,
+    /// What this port advertises.
+    pub local: DcbxSide,
+    /// What the neighbour advertises (`None`: no neighbour).
+    pub peer: Option<DcbxSide>,
+}
+
+/// One finding of a DCBX verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxFinding {
+    /// Stable name (`peer_pfc_on_lossy_priorities`, …).
+    pub code: String,
+    /// A mismatch (else a note).
+    pub mismatch: bool,
+    /// The sentence.
+    pub message: String,
+}
+
+/// One side's IEEE 802.1Qaz TLVs (each `None` when that side sends no such TLV).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxSide {
+    /// PFC Configuration.
+    pub pfc: Option<DcbxPfc>,
+    /// ETS Configuration's willing bit.
+    pub ets_willing: Option<bool>,
+    /// ETS Configuration tables.
+    pub ets: Option<DcbxEts>,
+    /// ETS Recommendation tables.
+    pub ets_recommendation: Option<DcbxEts>,
+    /// Application Priority entries.
+    pub app: Option<Vec<DcbxApp>>,
+}
+
+/// A PFC Configuration TLV.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxPfc {
+    /// Priorities with PFC, SONiC's spelling (`3,4`).
+    pub enable: String,
+    /// The same as a bitmap (bit n = priority n), as lldptool's `pfc_enable`.
+    pub enable_bitmap: u8,
+    /// Willing.
+    pub willing: bool,
+    /// MACsec bypass capability.
+    pub mbc: bool,
+    /// PFC capability: priorities that may have PFC at once.
+    pub cap: u8,
+}
+
+/// ETS tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxEts {
+    /// Priority → traffic class, index = priority.
+    pub priority_tc: [u8; 8],
+    /// Bandwidth per traffic class, percent.
+    pub tc_bandwidth_percent: [u8; 8],
+    /// Transmission selection per traffic class (`strict`, `ets`, `cbs`, `vendor`).
+    pub tsa: Vec<String>,
+}
+
+/// One Application Priority entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DcbxApp {
+    /// Selector (3: UDP port, 5: DSCP; 802.1Q-2018 table D-9).
+    pub selector: u8,
+    /// Protocol: port, EtherType or DSCP.
+    pub protocol: u16,
+    /// Priority.
+    pub priority: u8,
 }
 
 /// The running configuration.

@@ -106,6 +106,10 @@ pub struct LabSpec {
     /// Static MAC table entries for the hosts (`[[fdb.static]]`), so that traffic to a host
     /// that never sends is not flooded.
     pub static_fdb: bool,
+    /// The switch runs its LLDP/DCBX agent on every port (`[lldp] enabled`): it advertises
+    /// the ports' PFC, ETS and RoCE priority to the hosts (`headroom show lldp neighbors`,
+    /// `headroom show dcbx`).
+    pub lldp: bool,
 }
 
 /// How the lab's switch reaches its veth ends.
@@ -138,6 +142,7 @@ impl LabSpec {
             driver: LabDriver::Afpacket,
             metrics_port: DEFAULT_METRICS_PORT,
             static_fdb: true,
+            lldp: true,
         }
     }
 
@@ -241,6 +246,10 @@ wred_profile = "{wred}"
 poll_interval = 200
 big_red_switch = false
 
+# LLDP with the 802.1Qaz DCBX TLVs on every port: a willing host (lldpad) adopts pfc_enable.
+[lldp]
+enabled = {lldp}
+
 [runtime]
 polling = "adaptive"
 burst_size = 32
@@ -267,6 +276,7 @@ tx_ports = [{ports}]
             wred_section = self.wred_section(),
             wred = if self.ecn_enabled { "LAB_LOSSLESS" } else { "" },
             metrics_port = self.metrics_port,
+            lldp = self.lldp,
         );
         if let Some(vdev) = self.dpdk_vdev() {
             let ifaces: Vec<String> = (0..self.hosts).map(switch_device).collect();

@@ -122,6 +122,9 @@ pub fn run_ok(command: &mut Command) -> Output {
 #[derive(Debug)]
 pub struct Lab {
     pub spec: LabSpec,
+    /// The switch runs its LLDP agent (false by default in tests: the tests that count what
+    /// a port sends must not see LLDPDUs; the LLDP tests set it).
+    pub lldp: bool,
     _lock: TestLock,
 }
 
@@ -136,7 +139,11 @@ impl Lab {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let spec = LabSpec::new(&prefix, hosts, speed);
-        let lab = Self { spec, _lock: lock };
+        let lab = Self {
+            spec,
+            lldp: false,
+            _lock: lock,
+        };
         run_ok(Command::new(HEADROOM).args([
             "lab",
             "up",
@@ -207,6 +214,8 @@ impl Lab {
     pub fn start_switch_with(&self, spec: &LabSpec, dir: &Path) -> Switch {
         assert_eq!(spec.prefix, self.spec.prefix);
         let path = dir.join("switch.toml");
+        let mut spec = spec.clone();
+        spec.lldp &= self.lldp;
         std::fs::write(&path, spec.config_toml()).expect("writing the configuration");
         Switch::start(self, Some(&path), &[])
     }
@@ -374,6 +383,8 @@ impl Switch {
         ]);
         if let Some(path) = config {
             command.arg("--config").arg(path);
+        } else if !lab.lldp {
+            command.arg("--no-lldp");
         }
         command.args(extra);
         command

@@ -68,12 +68,19 @@ fn backend_for(config: &Config) -> MemoryBackend {
 
 impl Switch {
     /// Writes `text` (plus a `[runtime]` table pointing the control socket into a temporary
-    /// directory) to a file, and starts it.
+    /// directory) to a file, and starts it. Without an `[lldp]` table in `text` the LLDP agent
+    /// is off (`enabled = false`), so that the tests that count what a port sends do not see
+    /// its LLDPDUs.
     pub fn start(text: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let socket = dir.path().join("ctl.sock");
+        let lldp = if text.contains("[lldp]") {
+            ""
+        } else {
+            "\n[lldp]\nenabled = false\n"
+        };
         let text = format!(
-            "{text}\n[runtime]\ncontrol_socket = \"{}\"\nprometheus_enable = false\n",
+            "{text}{lldp}\n[runtime]\ncontrol_socket = \"{}\"\nprometheus_enable = false\n",
             socket.display()
         );
         let config_path = dir.path().join("switch.toml");
@@ -111,7 +118,13 @@ impl Switch {
         self.running.as_ref().expect("running")
     }
 
-    /// One turn of the main loop: serve the control socket, apply a reconfiguration.
+    /// The running dataplane, mutable.
+    pub fn running_mut(&mut self) -> &mut Running {
+        self.running.as_mut().expect("running")
+    }
+
+    /// One turn of the main loop: events, punted and injected frames (the LLDP agent), serve
+    /// the control socket, apply a reconfiguration.
     pub fn poll(&mut self) {
         let running = self.running.as_mut().expect("running");
         for event in running.drain_events() {
@@ -122,6 +135,7 @@ impl Switch {
             ));
             self.control.note_event(&event);
         }
+        self.control.pump_control_frames(running);
         if let ControlAction::Apply { text, config, .. } = self.control.poll(running) {
             self.apply(text, *config);
         }
@@ -249,6 +263,12 @@ impl Switch {
     pub fn learn_c(&mut self) {
         self.inject(1, &udp_frame(C, [0xff; 6], 0, 0, 64));
         assert_eq!(self.collect(0, 1).len(), 1);
+    }
+
+    /// What `headroom run` does before its final stop: the LLDP agent's shutdown LLDPDUs.
+    pub fn shutdown_lldp(&mut self) {
+        let running = self.running.as_mut().expect("running");
+        self.control.shutdown_lldp(running);
     }
 
     /// Stops the dataplane (as `headroom run` does on SIGTERM).
