@@ -4,10 +4,10 @@
 use crate::table::{thousands, Table};
 use clap::{Args, Subcommand, ValueEnum};
 use headroom_runtime::protocol::{
-    CaptureRequest, Change, Clear, FdbRow, HostInterfacesView, IpNeighborRow, IpRouteTable,
-    PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow, PgCountersRow, PgDropRow,
-    PgWatermarkKind, PoolWatermarkRow, PortSummary, PortstatRow, QueueCounters, QueueWatermarkKind,
-    Request, Response, RunningConfig, Show, WatermarkRow,
+    CaptureRequest, Change, Clear, DcbxRow, DcbxSide, FdbRow, HostInterfacesView, IpNeighborRow,
+    IpRouteTable, LldpView, PfcCounters, PfcPriority, PfcwdConfig, PfcwdStatsRow, PgCountersRow,
+    PgDropRow, PgWatermarkKind, PoolWatermarkRow, PortSummary, PortstatRow, QueueCounters,
+    QueueWatermarkKind, Request, Response, RunningConfig, Show, WatermarkRow,
 };
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -342,6 +342,19 @@ pub(crate) enum ShowCommand {
     /// The routed ports' host interfaces (TAPs): frames punted to the kernel and sent by it,
     /// and the ports' routed packets (SONiC `show interfaces counters rif`).
     HostInterfaces,
+    /// LLDP (IEEE 802.1AB): the neighbours each port hears (lldpctl / SONiC `show lldp table`),
+    /// with `--json` also every port's LLDP counters and the recent LLDP/DCBX events.
+    Lldp {
+        #[command(subcommand)]
+        what: LldpWhat,
+    },
+    /// DCBX (IEEE 802.1Qaz) per port: the PFC, ETS and APP this port advertises against its
+    /// neighbour's, and the verdict (`consistent`, `mismatch` with why, `no-dcbx`,
+    /// `no-neighbour`; docs/operations.md "DCBX verdicts"). With PORT: that port in detail.
+    Dcbx {
+        /// One port (e.g. Ethernet0).
+        port: Option<String>,
+    },
     /// The running configuration with its derived values.
     Config,
     /// Everything numeric at once, as JSON (what `headroom top` reads): port, PFC, queue and
@@ -359,6 +372,14 @@ pub(crate) enum PfcWhat {
     Counters,
     /// Lossless priorities per port.
     Priority,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LldpWhat {
+    /// One row per neighbour: local port, its system name, chassis, port ID, capabilities,
+    /// TTL.
+    #[command(alias = "table")]
+    Neighbors,
 }
 
 #[derive(Debug, Subcommand)]
@@ -509,6 +530,241 @@ fn print_routes(table: &IpRouteTable) {
         m.fib_refused,
         m.published
     );
+}
+
+/// SONiC's `show lldp table`: capability codes, one row per neighbour, the total.
+fn print_lldp_neighbors(view: &LldpView) {
+    sayln!("Capability codes: (R) Router, (B) Bridge, (O) Other, (S) Station, (W) WLAN, (P) Repeater, (T) Telephone, (C) DOCSIS");
+    let mut t = Table::new([
+        "LocalPort",
+        "RemoteDevice",
+        "RemoteChassisID",
+        "RemotePortID",
+        "Capability",
+        "TTL",
+        "DCBX",
+        "RemotePortDescr",
+    ])
+    .left_all();
+    for n in &view.neighbors {
+        t.row([
+            n.local_port.clone(),
+            n.system_name.clone().unwrap_or_else(|| "-".into()),
+            n.chassis_id.clone(),
+            n.port_id.clone(),
+            if n.capabilities.is_empty() {
+                "-".into()
+            } else {
+                n.capabilities.clone()
+            },
+            n.ttl_s.to_string(),
+            if n.dcbx { "yes" } else { "no" }.into(),
+            n.port_description.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    say!("{t}");
+    sayln!("{}", "-".repeat(50));
+    sayln!("Total entries displayed:  {}", view.neighbors.len());
+    let errors: Vec<String> = view
+        .ports
+        .iter()
+        .filter(|p| p.rx_discarded > 0 || p.tx_inject_refused > 0)
+        .map(|p| {
+            format!(
+                "  {}: {} LLDP frames discarded ({}), {} LLDPDUs not sent",
+                p.port,
+                p.rx_discarded,
+                p.rx_errors
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                p.tx_inject_refused
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
+        sayln!("\nLLDP errors (--json for every counter):");
+        for e in errors {
+            sayln!("{e}");
+        }
+    }
+}
+
+fn pfc_text(side: Option<&DcbxSide>) -> (String, String) {
+    match side.and_then(|s| s.pfc.as_ref()) {
+        Some(p) => (
+            if p.enable.is_empty() {
+                "none".into()
+            } else {
+                p.enable.clone()
+            },
+            if p.willing { "yes" } else { "no" }.into(),
+        ),
+        None => ("-".into(), "-".into()),
+    }
+}
+
+/// The RoCEv2 (UDP 4791, selector 3 or 4) priority of an APP table, as text.
+fn roce_text(side: Option<&DcbxSide>) -> String {
+    side.and_then(|s| s.app.as_ref())
+        .and_then(|app| {
+            app.iter()
+                .find(|e| (e.selector == 3 || e.selector == 4) && e.protocol == 4791)
+        })
+        .map_or_else(|| "-".into(), |e| e.priority.to_string())
+}
+
+/// `show dcbx`: one row per port, then the findings of the ports that have some.
+fn print_dcbx(rows: &[DcbxRow]) {
+    let mut t = Table::new([
+        "Port",
+        "Verdict",
+        "Neighbor",
+        "PFC local",
+        "PFC peer",
+        "Peer willing",
+        "RoCE local",
+        "RoCE peer",
+    ])
+    .left_all();
+    for r in rows {
+        let (local_pfc, _) = pfc_text(Some(&r.local));
+        let (peer_pfc, peer_willing) = pfc_text(r.peer.as_ref());
+        t.row([
+            r.port.clone(),
+            r.status.clone(),
+            r.neighbor.clone().unwrap_or_else(|| "-".into()),
+            local_pfc,
+            peer_pfc,
+            peer_willing,
+            roce_text(Some(&r.local)),
+            roce_text(r.peer.as_ref()),
+        ]);
+    }
+    say!("{t}");
+    for r in rows.iter().filter(|r| !r.findings.is_empty()) {
+        sayln!("\n{} ({}):", r.port, r.status);
+        for f in &r.findings {
+            let kind = if f.mismatch { "mismatch" } else { "note" };
+            sayln!("  {kind}: {}", f.message);
+        }
+    }
+}
+
+fn ets_rows(
+    t: &mut Table,
+    what: &str,
+    local: Option<&headroom_runtime::protocol::DcbxEts>,
+    peer: Option<&headroom_runtime::protocol::DcbxEts>,
+) {
+    let text = |e: Option<&headroom_runtime::protocol::DcbxEts>,
+                f: &dyn Fn(&headroom_runtime::protocol::DcbxEts) -> String| {
+        e.map_or_else(|| "-".to_owned(), f)
+    };
+    let prio = |e: &headroom_runtime::protocol::DcbxEts| {
+        (0..8)
+            .map(|p| format!("{p}:{}", e.priority_tc[p]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let bw = |e: &headroom_runtime::protocol::DcbxEts| {
+        e.tc_bandwidth_percent
+            .iter()
+            .map(|b| format!("{b}%"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let tsa = |e: &headroom_runtime::protocol::DcbxEts| {
+        e.tsa
+            .iter()
+            .enumerate()
+            .map(|(tc, a)| format!("{tc}:{a}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    t.row([
+        format!("{what} priority:TC"),
+        text(local, &prio),
+        text(peer, &prio),
+    ]);
+    t.row([
+        format!("{what} TC bandwidth"),
+        text(local, &bw),
+        text(peer, &bw),
+    ]);
+    t.row([format!("{what} TSA"), text(local, &tsa), text(peer, &tsa)]);
+}
+
+fn app_text(side: Option<&DcbxSide>) -> String {
+    match side.and_then(|s| s.app.as_ref()) {
+        None => "-".into(),
+        Some(app) if app.is_empty() => "none".into(),
+        Some(app) => app
+            .iter()
+            .map(|e| {
+                let sel = match e.selector {
+                    1 => "ethertype",
+                    2 => "tcp",
+                    3 => "udp",
+                    4 => "any",
+                    5 => "dscp",
+                    _ => "sel?",
+                };
+                format!("{sel}:{}={}", e.protocol, e.priority)
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// `show dcbx PORT`: local against peer, TLV by TLV, then the verdict.
+fn print_dcbx_port(r: &DcbxRow) {
+    sayln!("Port: {}  (lldp_admin_status {})", r.port, r.admin_status);
+    sayln!(
+        "Neighbor: {}",
+        r.neighbor.clone().unwrap_or_else(|| "none".into())
+    );
+    let mut t = Table::new(["TLV", "Local", "Peer"]).left_all();
+    let peer = r.peer.as_ref();
+    let (local_pfc, local_willing) = pfc_text(Some(&r.local));
+    let (peer_pfc, peer_willing) = pfc_text(peer);
+    let cap = |s: Option<&DcbxSide>| {
+        s.and_then(|s| s.pfc.as_ref())
+            .map_or_else(|| "-".into(), |p| p.cap.to_string())
+    };
+    t.row(["PFC enable".to_owned(), local_pfc, peer_pfc]);
+    t.row(["PFC willing".to_owned(), local_willing, peer_willing]);
+    t.row(["PFC capability".to_owned(), cap(Some(&r.local)), cap(peer)]);
+    let willing = |s: Option<&DcbxSide>| {
+        s.and_then(|s| s.ets_willing)
+            .map_or_else(|| "-".into(), |w| if w { "yes" } else { "no" }.to_owned())
+    };
+    t.row([
+        "ETS willing".to_owned(),
+        willing(Some(&r.local)),
+        willing(peer),
+    ]);
+    ets_rows(
+        &mut t,
+        "ETS",
+        r.local.ets.as_ref(),
+        peer.and_then(|p| p.ets.as_ref()),
+    );
+    ets_rows(
+        &mut t,
+        "ETS-REC",
+        r.local.ets_recommendation.as_ref(),
+        peer.and_then(|p| p.ets_recommendation.as_ref()),
+    );
+    t.row(["APP".to_owned(), app_text(Some(&r.local)), app_text(peer)]);
+    say!("{t}");
+    sayln!("\nVerdict: {}", r.status);
+    for f in &r.findings {
+        let kind = if f.mismatch { "mismatch" } else { "note" };
+        sayln!("  {kind}: {}", f.message);
+    }
 }
 
 fn print_json(value: &serde_json::Value) {
@@ -885,6 +1141,32 @@ fn show_inner(target: &Target, what: ShowCommand) -> Result<ExitCode, String> {
                 }
                 say!("{t}");
                 sayln!("Total number of entries {}", rows.len());
+            }
+        }
+        ShowCommand::Lldp {
+            what: LldpWhat::Neighbors,
+        } => {
+            let (view, raw): (LldpView, _) = target.fetch(&req(Show::LldpNeighbors))?;
+            if target.json {
+                print_json(&raw);
+            } else {
+                print_lldp_neighbors(&view);
+            }
+        }
+        ShowCommand::Dcbx { port } => {
+            let (mut rows, _): (Vec<DcbxRow>, _) = target.fetch(&req(Show::Dcbx))?;
+            if let Some(port) = &port {
+                rows.retain(|r| &r.port == port);
+                if rows.is_empty() {
+                    return Err(format!("{port}: no such port"));
+                }
+            }
+            if target.json {
+                print_json(&serde_json::to_value(&rows).map_err(|e| e.to_string())?);
+            } else if port.is_some() {
+                print_dcbx_port(&rows[0]);
+            } else {
+                print_dcbx(&rows);
             }
         }
         ShowCommand::HostInterfaces => {

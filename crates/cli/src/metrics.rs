@@ -124,6 +124,88 @@ pub(crate) fn render(control: &ControlPlane, running: &Running) -> String {
     render_with_endpoint(control, running, None)
 }
 
+/// The LLDP agent's counters per port (802.1AB LLDP MIB `lldpStats…`), its neighbours, and
+/// each port's DCBX verdict as a state set (1 for the current status, 0 for the others). The
+/// agent runs from the switch's start (reconfigurations keep it), so its counters are monotonic.
+fn render_lldp(o: &mut Out, control: &ControlPlane) {
+    let view = control.lldp().view();
+    type LldpMetric = (
+        &'static str,
+        &'static str,
+        fn(&headroom_runtime::protocol::LldpPortRow) -> u64,
+    );
+    let per_port: [LldpMetric; 8] = [
+        ("headroom_lldp_tx_frames_total", "LLDPDUs built for the port (lldpStatsTxPortFramesTotal), shutdown LLDPDUs included.", |r| r.tx_frames),
+        ("headroom_lldp_tx_inject_refused_total", "LLDPDUs the dataplane could not take (inject ring full): not sent.", |r| r.tx_inject_refused),
+        ("headroom_lldp_rx_frames_total", "LLDP frames received on the port (punted to the agent).", |r| r.rx_frames),
+        ("headroom_lldp_rx_discarded_total", "LLDP frames not used: invalid, neighbour table full, or LLDP reception off (lldpStatsRxPortFramesDiscardedTotal).", |r| r.rx_discarded),
+        ("headroom_lldp_rx_tlvs_discarded_total", "Optional TLVs discarded as malformed or repeated (lldpStatsRxPortTLVsDiscardedTotal).", |r| r.rx_tlvs_discarded),
+        ("headroom_lldp_rx_tlvs_unrecognized_total", "TLVs not decoded: reserved types, other OUIs and subtypes (lldpStatsRxPortTLVsUnrecognizedTotal).", |r| r.rx_tlvs_unrecognized),
+        ("headroom_lldp_ageouts_total", "Neighbours forgotten because their TTL ran out (lldpStatsRxPortAgeoutsTotal).", |r| r.ageouts),
+        ("headroom_lldp_neighbor_inserts_total", "Neighbours added (lldpStatsRemTablesInserts).", |r| r.inserts),
+    ];
+    for (name, help, f) in per_port {
+        o.family(name, "counter", help);
+        for r in &view.ports {
+            o.sample(name, &[("port", &r.port)], f(r));
+        }
+    }
+    o.family(
+        "headroom_lldp_rx_errors_total",
+        "counter",
+        "Invalid LLDP frames by reason (lldpStatsRxPortFramesErrors).",
+    );
+    for r in &view.ports {
+        for (reason, n) in &r.rx_errors {
+            o.sample(
+                "headroom_lldp_rx_errors_total",
+                &[("port", &r.port), ("reason", reason)],
+                *n,
+            );
+        }
+    }
+    o.family(
+        "headroom_lldp_neighbors",
+        "gauge",
+        "LLDP neighbours the port hears now.",
+    );
+    for r in &view.ports {
+        let n = view
+            .neighbors
+            .iter()
+            .filter(|n| n.local_port == r.port)
+            .count();
+        o.sample("headroom_lldp_neighbors", &[("port", &r.port)], n as u64);
+    }
+    o.family(
+        "headroom_dcbx_verdict",
+        "gauge",
+        "The port's DCBX verdict (docs/operations.md \"DCBX verdicts\"): 1 for its status, 0 for the others.",
+    );
+    let rows = control.lldp().dcbx();
+    for r in &rows {
+        for status in headroom_lldp::DcbxStatus::ALL {
+            o.sample(
+                "headroom_dcbx_verdict",
+                &[("port", &r.port), ("status", status.as_str())],
+                u64::from(r.status == status.as_str()),
+            );
+        }
+    }
+    o.family(
+        "headroom_dcbx_mismatch",
+        "gauge",
+        "1 while the port's DCBX verdict is mismatch (its neighbour disagrees on PFC or RoCE's priority).",
+    );
+    for r in &rows {
+        o.sample(
+            "headroom_dcbx_mismatch",
+            &[("port", &r.port)],
+            u64::from(r.status == "mismatch"),
+        );
+    }
+}
+
 /// Punts by reason, the host interfaces, the routed ports' counters and the netlink mirror.
 /// The dataplane's punt and routed counters restart with a reconfiguration (they are not in the
 /// ledgers yet); the host interfaces' and the mirror's run since the switch started.
@@ -422,6 +504,7 @@ fn render_with_endpoint(
         }
     }
     render_routing(&mut o, control, running, &names);
+    render_lldp(&mut o, control);
     o.family(
         "headroom_pfc_rx_frames_total",
         "counter",

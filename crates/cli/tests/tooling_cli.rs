@@ -39,7 +39,13 @@ fn free_port() -> u16 {
 }
 
 impl Daemon {
+    /// An idle switch: no LLDP agent, so that its ports send nothing.
     fn start() -> Self {
+        Self::start_with("[lldp]\nenabled = false\n")
+    }
+
+    /// With `extra` TOML appended.
+    fn start_with(extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("sw.sock");
         let metrics = format!("127.0.0.1:{}", free_port());
@@ -48,7 +54,7 @@ impl Daemon {
             "# lab switch for the tooling tests\n[switch]\nname = \"tooling\"\ndriver = \"memory\"\n\n\
              [port.Ethernet0]\ndevice = \"m0\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
              [port.Ethernet4]\ndevice = \"m1\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
-             [runtime]\ncontrol_socket = \"{}\"\nprometheus_listen = \"{metrics}\"\n",
+             [runtime]\ncontrol_socket = \"{}\"\nprometheus_listen = \"{metrics}\"\n\n{extra}",
             socket.display()
         );
         std::fs::write(&config, text).unwrap();
@@ -434,6 +440,98 @@ fn metrics_endpoint_serves_the_exposition() {
     check_with_promtool(body, d.dir.path());
     let answer = http_get(&d.metrics, "/nothing");
     assert!(answer.starts_with("HTTP/1.1 404") || answer.starts_with("HTTP/1.0 404"));
+    let (status, _) = d.stop();
+    assert!(status.success());
+}
+
+#[test]
+fn lldp_and_dcbx_show_in_json_tables_and_metrics() {
+    // Ethernet4 does not run LLDP.
+    let d = Daemon::start_with("[lldp]\nenabled = true\n");
+    let text = std::fs::read_to_string(&d.config).unwrap().replace(
+        "[port.Ethernet4]\n",
+        "[port.Ethernet4]\nlldp_admin_status = \"disabled\"\n",
+    );
+    std::fs::write(&d.config, text).unwrap();
+    // A reload (SIGHUP) takes the new admin status.
+    let pid = d.child.as_ref().unwrap().id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let end = Instant::now() + DEADLINE;
+    let view = loop {
+        let view = d.json(&["show", "lldp", "neighbors"]);
+        if view["ports"][1]["admin_status"] == "disabled"
+            && view["ports"][0]["tx_frames"].as_u64() >= Some(2)
+        {
+            break view;
+        }
+        assert!(Instant::now() < end, "{view:#}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(view["system_name"], "tooling");
+    assert_eq!(view["neighbors"], serde_json::json!([]));
+    assert_eq!(view["ports"][0]["port"], "Ethernet0");
+    assert_eq!(view["ports"][0]["admin_status"], "rx_and_tx");
+    assert_eq!(view["ports"][0]["tx_inject_refused"], 0);
+    // Turned off by the reload: one shutdown LLDPDU after the ones before.
+    let off = view["ports"][1]["tx_frames"].as_u64().unwrap();
+    assert!(off >= 2, "{view:#}");
+    let table = d.ok(&["show", "lldp", "table"]);
+    assert!(table.starts_with("Capability codes:"), "{table}");
+    assert!(table.contains("LocalPort"), "{table}");
+    assert!(table.contains("Total entries displayed:  0"), "{table}");
+
+    let rows = d.json(&["show", "dcbx"]);
+    assert_eq!(ports(&rows), ["Ethernet0", "Ethernet4"]);
+    assert_eq!(rows[0]["status"], "no-neighbour");
+    assert_eq!(rows[0]["local"]["pfc"]["enable"], "3,4");
+    assert_eq!(rows[0]["local"]["pfc"]["enable_bitmap"], 0b1_1000);
+    assert_eq!(rows[0]["local"]["pfc"]["willing"], false);
+    assert_eq!(
+        rows[0]["local"]["app"][0],
+        serde_json::json!({"selector": 3, "protocol": 4791, "priority": 3})
+    );
+    assert_eq!(rows[0]["peer"], Value::Null);
+    let one = d.json(&["show", "dcbx", "Ethernet4"]);
+    assert_eq!(ports(&one), ["Ethernet4"]);
+    let table = d.ok(&["show", "dcbx"]);
+    let line = table.lines().find(|l| l.starts_with("Ethernet0")).unwrap();
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        ["Ethernet0", "no-neighbour", "-", "3,4", "-", "-", "3", "-"],
+        "{table}"
+    );
+    let detail = d.ok(&["show", "dcbx", "Ethernet0"]);
+    for want in [
+        "Port: Ethernet0  (lldp_admin_status rx_and_tx)",
+        "Neighbor: none",
+        "PFC enable",
+        "udp:4791=3",
+        "Verdict: no-neighbour",
+    ] {
+        assert!(detail.contains(want), "{want:?} in\n{detail}");
+    }
+    let bad = d.run(&["show", "dcbx", "Ethernet9"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Ethernet9: no such port"));
+
+    let answer = http_get(&d.metrics, "/metrics");
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(
+        body.contains("headroom_dcbx_verdict{port=\"Ethernet0\",status=\"no-neighbour\"} 1"),
+        "{body}"
+    );
+    assert!(body.contains("headroom_dcbx_verdict{port=\"Ethernet0\",status=\"mismatch\"} 0"));
+    assert!(body.contains("headroom_dcbx_mismatch{port=\"Ethernet0\"} 0"));
+    assert!(body.contains("headroom_lldp_neighbors{port=\"Ethernet0\"} 0"));
+    assert!(
+        body.contains("headroom_lldp_rx_errors_total{port=\"Ethernet0\",reason=\"truncated\"} 0")
+    );
+    check_with_promtool(body, d.dir.path());
     let (status, _) = d.stop();
     assert!(status.success());
 }

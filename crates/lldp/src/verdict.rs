@@ -42,6 +42,14 @@ pub enum DcbxStatus {
 }
 
 impl DcbxStatus {
+    /// Every status, in declaration order.
+    pub const ALL: [DcbxStatus; 4] = [
+        DcbxStatus::NoNeighbour,
+        DcbxStatus::NoDcbx,
+        DcbxStatus::Consistent,
+        DcbxStatus::Mismatch,
+    ];
+
     /// Lower-case name as shown by `show dcbx` and in metrics labels.
     #[must_use]
     pub const fn as_str(self) -> &'static str {

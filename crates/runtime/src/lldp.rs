@@ -27,8 +27,7 @@
 
 use crate::clock::MonotonicClock;
 use crate::protocol::{
-    DcbxApp, DcbxFinding, DcbxRow, DcbxSide, LldpEventRow, LldpNeighborRow, LldpPortRow,
-    LldpView,
+    DcbxApp, DcbxFinding, DcbxRow, DcbxSide, LldpEventRow, LldpNeighborRow, LldpPortRow, LldpView,
 };
 use crate::Running;
 use headroom_config::Config;
@@ -180,7 +179,10 @@ impl Lldp {
     }
 
     fn name(&self, port: usize) -> String {
-        self.names.get(port).cloned().unwrap_or_else(|| format!("port{port}"))
+        self.names
+            .get(port)
+            .cloned()
+            .unwrap_or_else(|| format!("port{port}"))
     }
 
     fn render(&self, event: &Event) -> LldpEventLine {
@@ -479,7 +481,10 @@ fn neighbor_row(port: &str, n: &Neighbour, now: Instant) -> LldpNeighborRow {
             .collect(),
         ttl_s: n.info.ttl_s,
         age_s: now.saturating_nanos_since(n.first_seen) / 1_000_000_000,
-        expires_in_s: n.expires.saturating_nanos_since(now).div_ceil(1_000_000_000),
+        expires_in_s: n
+            .expires
+            .saturating_nanos_since(now)
+            .div_ceil(1_000_000_000),
         dcbx: !n.info.dcbx.is_empty(),
         src_mac: mac_text(n.info.src_mac),
     }

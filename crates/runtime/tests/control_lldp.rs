@@ -206,8 +206,9 @@ fn a_peer_pausing_other_priorities_is_a_mismatch_logged_once() {
         .find(|e| e.kind == "dcbx_verdict")
         .unwrap();
     assert!(
-        line.message
-            .starts_with("DCBX mismatch on port Ethernet0 (was no-neighbour): peer enables PFC on priority 1,2"),
+        line.message.starts_with(
+            "DCBX mismatch on port Ethernet0 (was no-neighbour): peer enables PFC on priority 1,2"
+        ),
         "{}",
         line.message
     );
