@@ -305,3 +305,43 @@ fn shutdown_sends_ttl_zero_lldpdus_on_transmitting_ports() {
     }
     assert!(sw.drain(2).iter().all(|f| !is_lldp(f)));
 }
+
+#[test]
+fn a_reconfiguration_advertises_at_once_and_keeps_the_neighbours() {
+    let mut sw = Switch::start(&config());
+    sw.inject(0, &peer_lldpdu(0b0001_1000, true, 3, 120));
+    sw.wait_for("the neighbour", |sw| !neighbors(sw).neighbors.is_empty());
+    assert_eq!(dcbx(&mut sw, "Ethernet0").status, "consistent");
+    let _ = lldpdus(&mut sw, 0, 1);
+    let _ = sw.drain(0);
+    let response = sw.request(&headroom_runtime::protocol::Request::Set {
+        change: headroom_runtime::protocol::Change::Key {
+            key: "port.Ethernet0.pfc_enable".into(),
+            value: "[3]".into(),
+        },
+    });
+    assert!(response.ok, "{:?}", response.error);
+    assert_eq!(sw.restarts, 1);
+    // Sent at once (not at the next interval, 30 s away): PFC on 3 only.
+    let asked = Instant::now();
+    let frames = lldpdus(&mut sw, 0, 1);
+    assert!(asked.elapsed() < Duration::from_millis(900));
+    let parsed = parse_lldp_frame(&frames[0]).unwrap();
+    let pfc = parsed
+        .lldpdu
+        .optional
+        .iter()
+        .find_map(|t| match t {
+            Ok(TlvRepr::Dcbx(DcbxTlv::PfcConfiguration(p))) => Some(p),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(pfc.enable, 0b0000_1000);
+    // The neighbour stays (the agent outlives the dataplane), judged against the new PFC.
+    let view = neighbors(&mut sw);
+    assert_eq!(view.neighbors.len(), 1);
+    assert_eq!(view.ports[0].inserts, 1);
+    let row = dcbx(&mut sw, "Ethernet0");
+    assert_eq!(row.status, "mismatch", "{row:?}");
+    assert_eq!(row.findings[0].code, "peer_pfc_on_lossy_priorities");
+}
