@@ -264,6 +264,14 @@ fn lldpd_sees_the_switch_the_switch_sees_lldpd_and_judges_its_dcbx_once() {
     assert_eq!(row["peer"]["pfc"]["enable"], "3");
     assert_eq!(row["peer"]["pfc"]["willing"], false);
     assert_eq!(row["local"]["pfc"]["enable"], "3,4");
+    let table = String::from_utf8(headroom(&lab, &["show", "dcbx"]).stdout).unwrap();
+    eprintln!("headroom show dcbx:\n{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().take(2).eq(["Ethernet0", "mismatch"])),
+        "{table}"
+    );
     let detail = String::from_utf8(headroom(&lab, &["show", "dcbx", "Ethernet0"]).stdout).unwrap();
     eprintln!("headroom show dcbx Ethernet0:\n{detail}");
     assert!(detail.contains("Verdict: mismatch"), "{detail}");
