@@ -1,7 +1,8 @@
 //! headroom's LLDP/DCBX agent against the real host-side agents, lldpad (Intel's DCBX agent,
-//! `lldptool`) and lldpd, over a veth pair between two network namespaces. No switch yet: the
-//! agent is driven directly, sending and receiving through an AF_PACKET socket on its end of the
-//! veth (the runtime will do the same through the dataplane's punt/inject path).
+//! `lldptool`) and lldpd, over a veth pair between two network namespaces. No switch: the agent
+//! is driven directly, sending and receiving through an AF_PACKET socket on its end of the veth
+//! (the running switch drives it through the dataplane's punt/inject path instead, tested
+//! against the same agents in crates/cli/tests/lldp.rs).
 //!
 //! What is checked (routing-fabric-dcbx.md §7.4 and §8):
 //! * lldpad decodes our ETS Configuration, ETS Recommendation, PFC and APP TLVs as its

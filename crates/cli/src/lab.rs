@@ -692,6 +692,11 @@ fn print_usage(
   ip netns exec {h1} iperf3 -s -D; ip netns exec {h0} iperf3 -c {ip1} --tos 0x0c   # TCP on lossless priority 3
   ip netns exec {h0} nstat -az TcpExtTCPDeliveredCE                # segments the receiver echoed as CE-marked"
     );
+    if spec.lldp {
+        println!(
+            "  headroom show lldp neighbors; headroom show dcbx                # what the hosts' LLDP agents (lldpad, lldpd) tell the switch"
+        );
+    }
     if spec.hosts >= 3 {
         println!(
             "  # congest {port2}: two senders of DSCP 3 at {rate} Mb/s each; the switch sends them PFC.

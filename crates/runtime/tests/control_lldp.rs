@@ -19,14 +19,13 @@ const PEER_MAC: [u8; 6] = [0x02, 0x11, 0x22, 0x33, 0x44, 0x55];
 
 /// Three ports: two that run LLDP (the default), one with it disabled.
 fn config() -> String {
-    format!(
-        "[switch]\nname = \"lldptest\"\ndriver = \"memory\"\nmac = \"02:68:72:00:00:00\"\n\n\
-         [port.Ethernet0]\ndevice = \"m0\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
-         [port.Ethernet4]\ndevice = \"m1\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
-         [port.Ethernet8]\ndevice = \"m2\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\
-         lldp_admin_status = \"disabled\"\n\n\
-         [lldp]\nenabled = true\n"
-    )
+    "[switch]\nname = \"lldptest\"\ndriver = \"memory\"\nmac = \"02:68:72:00:00:00\"\n\n\
+     [port.Ethernet0]\ndevice = \"m0\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
+     [port.Ethernet4]\ndevice = \"m1\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\n\
+     [port.Ethernet8]\ndevice = \"m2\"\nspeed = \"10G\"\ncable_length = \"5m\"\n\
+     lldp_admin_status = \"disabled\"\n\n\
+     [lldp]\nenabled = true\n"
+        .to_owned()
 }
 
 fn is_lldp(frame: &[u8]) -> bool {
