@@ -942,6 +942,9 @@ fn run(args: &IncastArgs, stop: &AtomicBool) -> Result<Report, LabError> {
     let mut spec = LabSpec::new(&args.prefix, hosts, &args.speed);
     spec.check().map_err(LabError::Refused)?;
     spec.ecn_enabled = args.ecn == OnOff::On;
+    // The experiment's switch counts only the experiment's frames (its report compares them
+    // with the hosts'): no LLDPDUs.
+    spec.lldp = false;
     if args.pcp.is_some() {
         spec.trust = LabTrust::Dot1p;
     }
