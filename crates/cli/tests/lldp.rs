@@ -17,7 +17,7 @@
 mod common;
 
 use common::lab_config::{host_mac, mac_text, HOST_DEVICE, RUN_DIR};
-use common::{eventually, require, Lab, HEADROOM};
+use common::{eventually, require, Capture, Lab, HEADROOM};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -116,7 +116,7 @@ fn wait_output(mut probe: impl FnMut() -> String, accept: impl Fn(&str) -> bool)
 
 #[test]
 fn lldpd_sees_the_switch_the_switch_sees_lldpd_and_judges_its_dcbx_once() {
-    require(&["lldpd", "lldpcli"]);
+    require(&["lldpd", "lldpcli", "tcpdump", "tshark"]);
     let started = Instant::now();
     let mut lab = Lab::up(2, "1G");
     lab.lldp = true;
@@ -157,6 +157,8 @@ fn lldpd_sees_the_switch_the_switch_sees_lldpd_and_judges_its_dcbx_once() {
         "lldpd did not start:\n{}",
         lldpd.log()
     );
+    // What the switch sends h0, as tshark decodes it.
+    let mut capture = Capture::start(&lab, 0, "ether proto 0x88cc", dir.path().join("lldp.pcap"));
     let switch = lab.start_switch();
 
     // lldpd lists the switch.
@@ -177,6 +179,43 @@ fn lldpd_sees_the_switch_the_switch_sees_lldpd_and_judges_its_dcbx_once() {
     assert_eq!(interface["port"]["id"]["type"], "ifname", "{json:#}");
     assert_eq!(interface["port"]["id"]["value"], "Ethernet0", "{json:#}");
     assert_eq!(interface["port"]["ttl"], "120", "{json:#}");
+
+    // The switch's LLDPDUs leave its port as the agent built them (the inject path does not
+    // tag them), and tshark decodes every TLV without expert info: the 802.1Qaz TLVs, PFC on 3
+    // and 4.
+    let rows = capture.fields(
+        "lldp && eth.src == 02:68:72:00:00:01",
+        &[
+            "lldp.port.id",
+            "lldp.time_to_live",
+            "lldp.ieee.802_1.subtype",
+            "lldp.dcbx.feature.pfc.prio3",
+            "lldp.dcbx.feature.pfc.prio4",
+            "lldp.dcbx.feature.pfc.prio5",
+            "vlan.id",
+            "_ws.expert.message",
+            "_ws.malformed",
+        ],
+    );
+    eprintln!("tshark, the switch's LLDPDUs to h0: {rows:?}");
+    assert!(!rows.is_empty(), "no LLDPDU from Ethernet0 captured");
+    for row in &rows {
+        assert_eq!(
+            row,
+            &[
+                "Ethernet0",
+                "120",
+                "0x09,0x0a,0x0b,0x0c",
+                "1",
+                "1",
+                "0",
+                "",
+                "",
+                ""
+            ],
+            "{rows:?}"
+        );
+    }
 
     // The switch lists lldpd. lldpd sent its first LLDPDU before the switch ran and sends the
     // next one in 30 s; `lldpcli update` sends now.
