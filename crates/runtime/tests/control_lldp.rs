@@ -76,9 +76,9 @@ fn dcbx(sw: &mut Switch, port: &str) -> DcbxRow {
 
 #[test]
 fn every_port_that_transmits_sends_its_lldpdu_and_a_disabled_port_sends_none() {
-    let mut sw = Switch::start(&config());
     // The first at once, the next fast one 1 s later (tx_fast_init 4, tx_fast_interval_s 1).
     let started = Instant::now();
+    let mut sw = Switch::start(&config());
     for (port, name) in [(0, "Ethernet0"), (1, "Ethernet4")] {
         let frames = lldpdus(&mut sw, port, 1);
         let parsed = parse_lldp_frame(&frames[0]).expect("our LLDPDU parses");
