@@ -12,7 +12,11 @@
 //!   veth (its log and lldptool's "Device not capable" are printed, and used as the oracle for
 //!   what it could adopt); the switch lists lldpad as its neighbour (plain LLDP: `no-dcbx`).
 //!
-//! Needs root, lldpd/lldpcli (Debian `lldpd`), lldpad/lldptool (`lldpad`) and unshare.
+//! * a routed port gives its punted LLDP to the agent (a neighbour, nothing on its host
+//!   interface); one whose `lldp_admin_status` is `disabled` gives it to its host interface.
+//!
+//! Needs root, lldpd/lldpcli (Debian `lldpd`), lldpad/lldptool (`lldpad`), tcpdump, tshark and
+//! unshare.
 
 mod common;
 
@@ -539,5 +543,94 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
     );
     drop(switch.stop());
     drop(lldpad);
+    eprintln!("took {:?}", started.elapsed());
+}
+
+/// A minimal LLDPDU from `mac`: Chassis ID and Port ID (both the MAC), TTL 120, End; padded.
+fn host_lldpdu(mac: [u8; 6]) -> Vec<u8> {
+    let mut f = vec![0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e];
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x88, 0xcc]);
+    f.extend_from_slice(&[0x02, 0x07, 0x04]); // Chassis ID, 7 bytes, subtype MAC
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x04, 0x07, 0x03]); // Port ID, 7 bytes, subtype MAC
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x06, 0x02, 0x00, 0x78, 0x00, 0x00]); // TTL 120, End
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+fn a_routed_port_gives_lldp_to_the_agent_unless_its_lldp_is_disabled() {
+    require(&["sh"]);
+    let started = Instant::now();
+    let mut lab = Lab::up(2, "1G");
+    lab.lldp = true;
+    let (p0, p1) = (
+        common::lab_config::port_name(0),
+        common::lab_config::port_name(1),
+    );
+    // Both ports routed; Ethernet1's LLDP disabled (an lldpd on its host interface would own it).
+    let mut spec = lab.spec.clone();
+    spec.static_fdb = false;
+    let generated = spec.config_toml();
+    let routed = generated
+        .replace(
+            "vlan_mode = \"access\"\naccess_vlan = 1\n",
+            "vlan_mode = \"routed\"\n",
+        )
+        .replace(
+            &format!("[port.{p1}]\n"),
+            &format!("[port.{p1}]\nlldp_admin_status = \"disabled\"\n"),
+        );
+    assert!(routed.contains("vlan_mode = \"routed\"") && routed.contains("\"disabled\""));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("routed.toml");
+    std::fs::write(&path, routed).unwrap();
+    let switch = lab.start_switch_args(&["--config", path.to_str().unwrap()]);
+    let punted_to_tap = |port: &str| {
+        let view = headroom_json(&lab, &["show", "host-interfaces"]);
+        view["interfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["interface"] == port)
+            .unwrap_or_else(|| panic!("no host interface {port}: {view:#}"))["punt_frames"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = (punted_to_tap(&p0), punted_to_tap(&p1));
+    for i in 0..2 {
+        common::RawSocket::open(&lab.host_ns(i), HOST_DEVICE, 0)
+            .send(&host_lldpdu(host_mac(i)))
+            .expect("send an LLDPDU");
+    }
+    // Ethernet0: the agent's neighbour, not the TAP's frame.
+    let h0 = mac_text(host_mac(0));
+    let mut view = Value::Null;
+    assert!(
+        eventually(WAIT, || {
+            view = headroom_json(&lab, &["show", "lldp", "neighbors"]);
+            view["neighbors"]
+                .as_array()
+                .is_some_and(|n| n.iter().any(|n| n["chassis_id"] == h0.as_str()))
+        }),
+        "{view:#}"
+    );
+    // Ethernet1: its host interface's frame; the agent does not see it.
+    assert!(
+        eventually(WAIT, || punted_to_tap(&p1) == before.1 + 1),
+        "the LLDPDU did not reach {p1}'s host interface"
+    );
+    let view = headroom_json(&lab, &["show", "lldp", "neighbors"]);
+    assert_eq!(view["neighbors"].as_array().unwrap().len(), 1, "{view:#}");
+    assert_eq!(view["ports"][1]["rx_frames"], 0, "{view:#}");
+    assert_eq!(view["ports"][1]["admin_status"], "disabled", "{view:#}");
+    assert_eq!(
+        punted_to_tap(&p0),
+        before.0,
+        "{p0}'s LLDPDU went to its host interface too"
+    );
+    drop(switch.stop());
     eprintln!("took {:?}", started.elapsed());
 }
