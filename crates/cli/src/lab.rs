@@ -83,7 +83,7 @@ struct UpArgs {
     #[arg(long)]
     no_switch: bool,
     /// The generated configuration runs no LLDP/DCBX agent (`[lldp] enabled = false`): the
-    /// switch sends no LLDPDUs to the hosts.
+    /// switch sends no LLDPDUs to the hosts. (With `--config`, that file's `[lldp]` applies.)
     #[arg(long)]
     no_lldp: bool,
     /// Write the generated configuration to this file (default: /run/headroom/P-lab.toml).
