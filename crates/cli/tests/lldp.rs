@@ -496,6 +496,22 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
                 .all(|o| o.contains("Device not capable")),
             "lldpad says eth0 has no DCB but took a DCB setting: {host_side:?}"
         );
+        // Nor can it play an unwilling host with other priorities here (the lldpd test does,
+        // with custom TLVs): lldpad sends no 802.1Qaz TLV on an interface without DCB.
+        let unwilling = lldptool(&[
+            "-T",
+            "-i",
+            HOST_DEVICE,
+            "-V",
+            "PFC",
+            "enabled=1,2",
+            "willing=no",
+        ]);
+        eprintln!(
+            "lldptool -T -i eth0 -V PFC enabled=1,2 willing=no: {}",
+            unwilling.trim()
+        );
+        assert!(unwilling.contains("Device not capable"), "{unwilling}");
     } else {
         assert!(
             local_pfc.contains("enabled=3,4"),
