@@ -160,6 +160,9 @@ pub enum RemoveReason {
     Aged,
     /// The port stopped receiving (admin status changed).
     Disabled,
+    /// The port's link went down (802.1AB-2016 9.2.7.7.1: `portEnabled` false deletes the
+    /// port's remote information).
+    LinkDown,
 }
 
 /// Something an operator wants in the log.
@@ -219,6 +222,8 @@ struct TxState {
 #[derive(Debug, Clone)]
 struct PortState {
     local: LocalPort,
+    /// The link is up (802.1AB `portEnabled`): nothing is sent while it is down.
+    link_up: bool,
     tx: TxState,
     neighbours: Vec<Neighbour>,
     verdict: Verdict,
@@ -282,6 +287,7 @@ impl Agent {
             .into_iter()
             .map(|local| PortState {
                 local,
+                link_up: true,
                 tx: TxState {
                     next_tx: now,
                     fast_remaining: fast,
@@ -455,7 +461,7 @@ impl Agent {
         let tx = self
             .ports
             .iter()
-            .filter(|p| p.local.admin_status.transmits())
+            .filter(|p| p.local.admin_status.transmits() && p.link_up)
             .map(|p| p.tx.next_tx.max(self.credit_available_at(p)));
         let expiry = self
             .ports
@@ -487,7 +493,7 @@ impl Agent {
         let was_tx = state.local.admin_status.transmits();
         let was_rx = state.local.admin_status.receives();
         let changed = state.local != local;
-        if was_tx && !local.admin_status.transmits() && !self.stopped {
+        if was_tx && !local.admin_status.transmits() && !self.stopped && state.link_up {
             let old = state.local.clone();
             self.queue_frame(port, &old, 0);
         }
@@ -519,6 +525,43 @@ impl Agent {
         self.run_timers();
     }
 
+    /// The link of `port` went down (`false`) or came back (`true`), 802.1AB `portEnabled`:
+    /// down forgets the port's neighbours (9.2.7.7.1) and stops its transmission; up starts it
+    /// again with fast transmission (`tx_fast_init` LLDPDUs, the first at once), as when the
+    /// agent starts. Unknown ports and unchanged states are ignored.
+    pub fn set_link(&mut self, port: usize, up: bool, now: Instant) {
+        self.advance_clock(now);
+        self.run_timers();
+        let now = self.now;
+        let fast = self.system.tx_fast_init;
+        let Some(state) = self.ports.get_mut(port) else {
+            return;
+        };
+        if state.link_up == up {
+            return;
+        }
+        state.link_up = up;
+        if up {
+            state.tx.fast_remaining = fast;
+            state.tx.next_tx = now;
+        } else {
+            for neighbour in state.neighbours.drain(..) {
+                state.counters.neighbour_deletes_total += 1;
+                push_event(
+                    &mut self.events,
+                    &mut self.events_dropped,
+                    Event::NeighbourRemoved {
+                        port,
+                        neighbour: neighbour.id,
+                        reason: RemoveReason::LinkDown,
+                    },
+                );
+            }
+            self.reevaluate(port);
+        }
+        self.run_timers();
+    }
+
     /// Replaces the system view (name, description, timers); every transmitting port sends at
     /// once if it changed.
     pub fn set_local_system(&mut self, system: LocalSystem, now: Instant) {
@@ -540,8 +583,9 @@ impl Agent {
             return;
         }
         for port in 0..self.ports.len() {
-            if self.ports[port].local.admin_status.transmits() {
-                let local = self.ports[port].local.clone();
+            let state = &self.ports[port];
+            if state.local.admin_status.transmits() && state.link_up {
+                let local = state.local.clone();
                 self.queue_frame(port, &local, 0);
             }
         }
@@ -604,7 +648,7 @@ impl Agent {
             }
 
             // Transmission.
-            if !state.local.admin_status.transmits() || state.tx.next_tx > now {
+            if !state.local.admin_status.transmits() || !state.link_up || state.tx.next_tx > now {
                 continue;
             }
             if state.tx.credit == 0 {

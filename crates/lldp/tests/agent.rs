@@ -642,3 +642,66 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn link_down_forgets_the_neighbours_and_link_up_sends_fast_at_once() {
+    let (mut agent, _, _) = agent("");
+    run_until(&mut agent, 100); // past the fast start: one LLDPDU per port every 30 s
+    agent.handle_rx(0, &host_frame(HOST, 120, &[]), at(100));
+    drain(&mut agent);
+    // Half a second later (the neighbour's fast LLDPDUs are due on whole seconds).
+    agent.set_link(0, false, Instant::from_nanos(100 * SECOND + SECOND / 2));
+    let (tx, events) = drain(&mut agent);
+    assert!(
+        tx.is_empty(),
+        "nothing is sent on a link that went down: {tx:?}"
+    );
+    assert!(
+        matches!(
+            &events[..],
+            [
+                Event::NeighbourRemoved {
+                    port: 0,
+                    reason: RemoveReason::LinkDown,
+                    ..
+                },
+                Event::VerdictChanged { port: 0, .. }
+            ]
+        ),
+        "{events:?}"
+    );
+    let view = agent.port(0).unwrap();
+    assert!(view.neighbours.is_empty());
+    assert_eq!(view.counters.neighbour_deletes_total, 1);
+    assert_eq!(view.verdict.status, DcbxStatus::NoNeighbour);
+    // While down, the other port keeps its 30 s rhythm and port 0 sends nothing.
+    let mut sent = [0usize; 2];
+    for s in 102..=200 {
+        agent.handle_timeout(at(s));
+        for t in drain(&mut agent).0 {
+            sent[t.port] += 1;
+        }
+    }
+    assert_eq!(sent[0], 0);
+    assert!((3..=4).contains(&sent[1]), "{sent:?}");
+    // Up: an LLDPDU at once, then tx_fast_init (4) more a second apart.
+    agent.set_link(0, true, at(201));
+    let (tx, _) = drain(&mut agent);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].port, 0);
+    let mut fast = Vec::new();
+    for s in 202..=206 {
+        agent.handle_timeout(at(s));
+        fast.extend(
+            drain(&mut agent)
+                .0
+                .into_iter()
+                .filter(|t| t.port == 0)
+                .map(|_| s),
+        );
+    }
+    assert_eq!(fast, [202, 203, 204, 205]);
+    // Unchanged state: nothing happens.
+    agent.set_link(0, true, at(207));
+    assert!(drain(&mut agent).0.is_empty());
+}

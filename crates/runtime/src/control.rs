@@ -687,6 +687,12 @@ impl ControlPlane {
                     host.set_carrier(port_id(p), up);
                 }
             }
+            // 802.1AB portEnabled: neighbours forgotten on down, fast LLDPDUs on up.
+            match (before, now) {
+                (Some(true), Some(false)) => self.lldp.set_link(port_id(p), false),
+                (Some(false), Some(true)) => self.lldp.set_link(port_id(p), true),
+                _ => {}
+            }
             if before == Some(true) && now == Some(false) {
                 self.fdb_cache = None;
                 running.flush_fdb(Some(port_id(p)));

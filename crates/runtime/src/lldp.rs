@@ -232,6 +232,7 @@ impl Lldp {
                         RemoveReason::Shutdown => "it sent a shutdown LLDPDU",
                         RemoveReason::Aged => "its TTL expired",
                         RemoveReason::Disabled => "LLDP reception disabled on the port",
+                        RemoveReason::LinkDown => "the port's link went down",
                     }
                 ),
                 warning: false,
@@ -289,6 +290,12 @@ impl Lldp {
     #[must_use]
     pub fn port_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The link of `port` went down or came back (the control plane's link poll): down forgets
+    /// the port's neighbours and stops its LLDPDUs, up sends at once with fast transmission.
+    pub fn set_link(&mut self, port: PortId, up: bool) {
+        self.agent.set_link(port.index(), up, self.clock.now());
     }
 
     /// Takes `config`'s local view. With the same ports (names, in order) the agent keeps its

@@ -344,3 +344,38 @@ fn a_reconfiguration_advertises_at_once_and_keeps_the_neighbours() {
     assert_eq!(row.status, "mismatch", "{row:?}");
     assert_eq!(row.findings[0].code, "peer_pfc_on_lossy_priorities");
 }
+
+#[test]
+fn a_link_going_down_forgets_its_neighbours_and_coming_up_sends_at_once() {
+    use std::sync::atomic::Ordering;
+    let mut sw = Switch::start(&config());
+    sw.inject(0, &peer_lldpdu(0b0001_1000, true, 3, 120));
+    sw.wait_for("the neighbour", |sw| !neighbors(sw).neighbors.is_empty());
+    sw.taps[0].link_up.store(false, Ordering::Relaxed);
+    sw.wait_for("the neighbour to go", |sw| {
+        neighbors(sw).neighbors.is_empty()
+    });
+    let view = neighbors(&mut sw);
+    assert_eq!(view.ports[0].deletes, 1);
+    assert_eq!(view.ports[0].ageouts, 0);
+    assert!(view
+        .recent_events
+        .iter()
+        .any(|e| e.kind == "neighbor_removed" && e.message.contains("link went down")));
+    assert_eq!(dcbx(&mut sw, "Ethernet0").status, "no-neighbour");
+    // Nothing is sent while down (the fast LLDPDUs of the new neighbour stop).
+    let sent_while_down = neighbors(&mut sw).ports[0].tx_frames;
+    let until = Instant::now() + Duration::from_millis(1500);
+    sw.wait_for("1.5 s", |_| Instant::now() >= until);
+    assert_eq!(neighbors(&mut sw).ports[0].tx_frames, sent_while_down);
+    let _ = sw.drain(0);
+    // Up: an LLDPDU within the link poll (100 ms), not at the next 30 s interval.
+    sw.taps[0].link_up.store(true, Ordering::Relaxed);
+    let up = Instant::now();
+    let _ = lldpdus(&mut sw, 0, 1);
+    assert!(
+        up.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        up.elapsed()
+    );
+}
