@@ -97,9 +97,10 @@ for file in crates/runtime/tests/dpdk_*.rs; do
 done
 say "cargo test -p headroom-runtime --features dpdk ${runtime_dpdk_tests[*]}"
 cargo test -p headroom-runtime --features dpdk --locked --no-fail-fast "${runtime_dpdk_tests[@]}"
-# The binary's end-to-end suite already ran above on AF_PACKET; with DPDK, the lab on vdevs.
-say "cargo test -p headroom-cli --features dpdk --test lab_dpdk"
-cargo test -p headroom-cli --features dpdk --locked --no-fail-fast --test lab_dpdk
+# The binary's end-to-end suite already ran above on AF_PACKET; with DPDK, the lab on vdevs and
+# two routers on vdevs (routing_dpdk: about 6 s).
+say "cargo test -p headroom-cli --features dpdk --test lab_dpdk --test routing_dpdk"
+cargo test -p headroom-cli --features dpdk --locked --no-fail-fast --test lab_dpdk --test routing_dpdk
 
 # --- 4. fuzz smoke -------------------------------------------------------------------------------
 if [ "${HEADROOM_TEST_QUICK:-0}" != 1 ] && [ -x scripts/fuzz-smoke.sh ]; then

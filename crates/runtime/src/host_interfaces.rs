@@ -147,9 +147,9 @@ impl HostInterfaces {
         if wanted.is_empty() {
             return Ok(None);
         }
-        if config.switch.driver == headroom_config::Driver::AfPacket {
-            for (port, _, _, _) in &wanted {
-                quiet_port_device(&config.ports[port.index()].device);
+        for (port, _, _, _) in &wanted {
+            if let Some(device) = linux_device_of(config, *port) {
+                quiet_port_device(&device);
             }
         }
         let mut ports = Vec::with_capacity(wanted.len());
@@ -363,7 +363,24 @@ impl HostInterfaces {
     }
 }
 
-/// Keeps the kernel's own stack off a routed port's AF_PACKET device, which sits in the same
+/// The Linux interface under `port`, in the switch's namespace: the port's device on AF_PACKET,
+/// the `iface=` of its `net_af_packet`/`net_af_xdp` vdev on DPDK (EAL opens those in the
+/// namespace headroom runs in, so the kernel sees the same veth). `None` for a port with no
+/// Linux interface (a PCI device bound to a DPDK driver, the memory backend).
+fn linux_device_of(config: &Config, port: PortId) -> Option<String> {
+    let device = &config.ports.get(port.index())?.device;
+    match config.switch.driver {
+        headroom_config::Driver::AfPacket => Some(device.clone()),
+        headroom_config::Driver::Dpdk => headroom_dpdk::vdev_interfaces(&config.dpdk.eal_args)
+            .into_iter()
+            .find(|(vdev, _)| vdev == device)
+            .map(|(_, iface)| iface),
+        headroom_config::Driver::Memory => None,
+    }
+}
+
+/// Keeps the kernel's own stack off a routed port's Linux device (AF_PACKET, or the veth under
+/// a DPDK `net_af_packet`/`net_af_xdp` vdev), which sits in the same
 /// namespace as the host interfaces: with Linux's defaults it would answer ARP for the TAPs'
 /// addresses with the device's MAC (`arp_ignore = 0` replies for any local address on any
 /// interface), the neighbour would then send to that MAC, and the kernel, not headroom, would
