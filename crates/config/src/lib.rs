@@ -35,7 +35,7 @@ pub use model::{
     FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel, PfcWdAction,
     PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup, QosMaps,
     Queue, Routing, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing, Threshold,
-    ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    ThresholdMode, Trust, Vlan, VlanInterface, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
 };
 pub use params::{
     fdb_aging_ns, FDB_CAPACITY, FRAME_POOL_FRAMES_MAX, FRAME_POOL_FRAMES_MIN, MAX_POOLS, MAX_PORTS,

@@ -45,6 +45,8 @@ pub struct Config {
     pub testing: Testing,
     /// The FIB and the netlink mirror (`[routing]`).
     pub routing: Routing,
+    /// `[vlan_interface.VlanN]`: VLAN interfaces (SVIs), in file order.
+    pub vlan_interfaces: Vec<VlanInterface>,
 }
 
 /// `[routing]`: the FIB the kernel's routes are mirrored into (crates/linux-cp), and the ECMP
@@ -89,6 +91,19 @@ pub enum EcmpHashAlgorithm {
     SipHash,
     /// CRC-32 with the seed as initial value (`"crc32"`).
     Crc32,
+}
+
+/// A VLAN interface (SVI; SONiC's `VLAN_INTERFACE|Vlan1000`): the router's interface in an L2
+/// VLAN. Frames to its MAC on the VLAN's member ports are routed; the hosts' gateway address is
+/// the kernel's, on its host interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VlanInterface {
+    /// `VlanN`, as SONiC names it.
+    pub name: String,
+    /// N: the VLAN, 1..=4094.
+    pub vlan_id: u16,
+    /// Its router MAC (default: the switch's MAC, as SONiC's SVIs share the system MAC).
+    pub mac: [u8; 6],
 }
 
 /// A static MAC table entry (IEEE 802.1Q 8.8.1 static filtering entry; SONiC's static FDB):

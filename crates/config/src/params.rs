@@ -155,6 +155,14 @@ impl Config {
             // No configuration keys yet: the core's defaults (SONiC's CoPP rates).
             punt: headroom_core::params::PuntParams::default(),
             inject: headroom_core::params::InjectParams::default(),
+            vlan_interfaces: self
+                .vlan_interfaces
+                .iter()
+                .map(|v| headroom_core::params::VlanInterfaceParams {
+                    vid: v.vlan_id,
+                    mac: v.mac,
+                })
+                .collect(),
         })
     }
 

@@ -17,7 +17,8 @@ use crate::model::{
     FaultInjection, FrameFaults, HeadroomCalc, Lcore, Lldp, LldpAdminStatus, LogFormat, LogLevel,
     PfcWdAction, PfcWdGlobal, Polling, PoolDirection, Port, PortPfcWd, PriorityBits, PriorityGroup,
     QosMaps, Queue, Routing, Runtime, Scheduler, SchedulerKind, StaticFdb, Switch, Testing,
-    Threshold, ThresholdMode, Trust, Vlan, WredColor, WredProfile, DSCP_COUNT, PRIORITY_COUNT,
+    Threshold, ThresholdMode, Trust, Vlan, VlanInterface, WredColor, WredProfile, DSCP_COUNT,
+    PRIORITY_COUNT,
 };
 use crate::params::{MAX_POOLS, MAX_PORTS};
 use crate::schema::{
@@ -303,6 +304,7 @@ impl Resolver<'_, '_> {
         let fdb_static = self.fdb_static(&ports);
         let testing = self.testing(&ports);
         let routing = self.routing(&switch);
+        let vlan_interfaces = self.vlan_interfaces(&switch, &ports);
         self.warn_unused(&pools, &ports);
 
         if !self.d.errors.is_empty() {
@@ -339,6 +341,7 @@ impl Resolver<'_, '_> {
             fdb_static,
             testing,
             routing,
+            vlan_interfaces,
         };
         // Every check the core makes has a keyed counterpart above; this only guards against
         // one of them going missing (an accepted file the core would refuse at start).
@@ -353,6 +356,80 @@ impl Resolver<'_, '_> {
             return None;
         }
         Some(config)
+    }
+
+    /// `[vlan_interface.VlanN]`: the name `Vlan` and a VLAN id 1..=4094 (SONiC's naming, which
+    /// it refuses otherwise), a unicast MAC; a VLAN no port is a member of is a warning (the
+    /// interface routes nothing until one is).
+    fn vlan_interfaces(&mut self, switch: &Switch, ports: &[Port]) -> Vec<VlanInterface> {
+        let mut out = Vec::new();
+        for (name, raw) in &self.raw.vlan_interface {
+            let path = join_key("vlan_interface", name);
+            let Some(vlan_id) = name
+                .strip_prefix("Vlan")
+                .filter(|n| !n.is_empty() && !n.starts_with('0'))
+                .and_then(|n| n.parse::<u16>().ok())
+                .filter(|v| (1..=4094).contains(v))
+            else {
+                self.d.error(
+                    &path,
+                    format!(
+                        "{name:?}: a VLAN interface is named VlanN with N its VLAN, 1..=4094 \
+                         (SONiC's VLAN_INTERFACE naming), e.g. Vlan1000"
+                    ),
+                );
+                continue;
+            };
+            let mac = match &raw.mac {
+                None => switch.mac,
+                Some(text) => match parse_unicast_mac(text) {
+                    Ok(mac) => mac,
+                    Err(reason) => {
+                        self.d.error(&join_key(&path, "mac"), reason);
+                        continue;
+                    }
+                },
+            };
+            if let Some(port) = ports.iter().find(|p| p.name == *name) {
+                self.d.error(
+                    &path,
+                    format!(
+                        "{name} is also a port's name: the host interfaces would clash ({})",
+                        port.name
+                    ),
+                );
+                continue;
+            }
+            let member = |p: &Port| match &p.vlan {
+                Vlan::Access { vlan_id: v } => *v == vlan_id,
+                Vlan::Trunk {
+                    allowed_vlan_ids, ..
+                } => allowed_vlan_ids.contains(&vlan_id),
+                Vlan::Routed => false,
+            };
+            if !ports.iter().any(member) {
+                self.d.warning(
+                    &path,
+                    format!(
+                        "no port is a member of VLAN {vlan_id}: {name} routes nothing until one is"
+                    ),
+                );
+            }
+            self.d.warning(
+                &path,
+                format!(
+                    "the dataplane routes for {name}, but headroom does not create its host \
+                     interface (TAP) yet: the kernel cannot answer ARP for the gateway address, \
+                     and no neighbour or route leads into VLAN {vlan_id} (docs/config.md)"
+                ),
+            );
+            out.push(VlanInterface {
+                name: name.clone(),
+                vlan_id,
+                mac,
+            });
+        }
+        out
     }
 
     /// `[[fdb.static]]`: each entry's MAC unicast, its port one of the ports, its VLAN (default:

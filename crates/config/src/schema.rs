@@ -115,6 +115,15 @@ pub(crate) struct RawConfig {
     pub testing: RawTesting,
     #[serde(default)]
     pub routing: RawRouting,
+    #[serde(default)]
+    pub vlan_interface: IndexMap<String, RawVlanInterface>,
+}
+
+/// `[vlan_interface.VlanN]`: a VLAN interface (SVI), SONiC's `VLAN_INTERFACE|VlanN`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVlanInterface {
+    pub mac: Option<String>,
 }
 
 /// `[routing]`: the FIB the Linux routes are mirrored into, and the ECMP hash.

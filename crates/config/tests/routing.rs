@@ -129,3 +129,61 @@ fn routing_keys_are_read_and_checked() {
         "t.toml:8:17: routing.max_next_hops: 3 is out of range 4..=",
     );
 }
+
+/// Ports 1..=2 in VLAN 1000 (access, trunk) and a routed uplink, with `Vlan1000` on top.
+const SVI: &str = "[switch]\nmac = \"02:aa:00:00:00:00\"\n\
+    [port.Ethernet0]\ndevice = \"eth0\"\nspeed = \"10G\"\nvlan_mode = \"routed\"\n\
+    [port.Ethernet4]\ndevice = \"eth1\"\nspeed = \"10G\"\naccess_vlan = 1000\n\
+    [port.Ethernet8]\ndevice = \"eth2\"\nspeed = \"10G\"\nvlan_mode = \"trunk\"\ntrunk_vlans = \"1000\"\n\
+    [vlan_interface.Vlan1000]\n";
+
+#[test]
+fn a_vlan_interface_takes_its_vlan_from_its_name_and_the_switch_mac() {
+    let (config, warnings) = ok(SVI);
+    // The runtime's missing half says so.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .to_string()
+            .contains("does not create its host interface"),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        config.vlan_interfaces,
+        [headroom_config::VlanInterface {
+            name: "Vlan1000".into(),
+            vlan_id: 1000,
+            mac: [0x02, 0xaa, 0, 0, 0, 0],
+        }]
+    );
+    let params = config.switch_params().unwrap();
+    assert_eq!(params.vlan_interfaces.len(), 1);
+    assert_eq!(params.vlan_interfaces[0].vid, 1000);
+    let (config, _) = ok(&format!("{SVI}mac = \"02:bb:00:00:00:01\"\n"));
+    assert_eq!(config.vlan_interfaces[0].mac, [0x02, 0xbb, 0, 0, 0, 1]);
+}
+
+#[test]
+fn a_vlan_interface_is_refused_with_its_key_for_a_bad_name_or_mac() {
+    for name in [
+        "Vlan0",
+        "Vlan4095",
+        "Vlan01",
+        "vlan1000",
+        "Vlan",
+        "Ethernet4",
+    ] {
+        let found = errors(&SVI.replace("Vlan1000", name));
+        assert_has_prefix(&found, &format!("t.toml:16:1: vlan_interface.{name}: "));
+    }
+    let found = errors(&format!("{SVI}mac = \"01:00:5e:00:00:01\"\n"));
+    assert_has_prefix(&found, "t.toml:17:7: vlan_interface.Vlan1000.mac: ");
+    let found = errors(&format!("{SVI}mtu = 1500\n"));
+    assert_has_prefix(&found, "t.toml:17:1: ");
+    // A VLAN no port is in: loaded, with a warning naming the interface.
+    let warnings = common::warnings(&SVI.replace("Vlan1000", "Vlan2000"));
+    assert_has_prefix(
+        &warnings,
+        "t.toml:16:1: vlan_interface.Vlan2000: no port is a member of VLAN 2000",
+    );
+}

@@ -89,6 +89,57 @@ pub(crate) struct IngressState<F: Frame> {
     inject_bucket: TokenBucket,
     /// The FIB routed ports route with ([`Ingress::attach_fib`]); `None` until attached.
     fib: Option<FibReader>,
+    /// The VLAN interfaces (SVIs).
+    pub(crate) svi: SviTable,
+}
+
+/// The VLAN interfaces (SVIs) as the per-frame path asks about them: a bit per VID (the only
+/// cost an L2 frame in a VLAN without one pays), then each one's router MAC and the smallest
+/// MTU of its member ports (what a packet routed into the VLAN and flooded must fit).
+#[derive(Debug, Clone)]
+pub(crate) struct SviTable {
+    vids: Box<[u64; 64]>,
+    entries: Vec<SviEntry>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SviEntry {
+    pub(crate) vid: u16,
+    pub(crate) mac: [u8; 6],
+    pub(crate) max_payload: usize,
+}
+
+impl SviTable {
+    fn new(params: &crate::params::SwitchParams, views: &[PortView]) -> Self {
+        let mut vids = Box::new([0u64; 64]);
+        let entries = params
+            .vlan_interfaces
+            .iter()
+            .map(|v| {
+                vids[usize::from(v.vid / 64)] |= 1 << (v.vid % 64);
+                SviEntry {
+                    vid: v.vid,
+                    mac: v.mac,
+                    max_payload: views
+                        .iter()
+                        .filter(|p| p.member(v.vid))
+                        .map(|p| p.max_payload)
+                        .min()
+                        .unwrap_or(0),
+                }
+            })
+            .collect();
+        Self { vids, entries }
+    }
+
+    /// The SVI of VLAN `vid`, if it has one.
+    #[inline]
+    pub(crate) fn get(&self, vid: u16) -> Option<&SviEntry> {
+        if vid >= 4096 || self.vids[usize::from(vid / 64)] & (1 << (vid % 64)) == 0 {
+            return None;
+        }
+        self.entries.iter().find(|e| e.vid == vid)
+    }
 }
 
 impl<F: Frame> Ingress<F> {
@@ -108,6 +159,7 @@ impl<F: Frame> Ingress<F> {
             owns[p.index()] = true;
         }
         let ingress_sides = shared.layout.ingress_sides();
+        let views: Vec<PortView> = params.ports.iter().map(PortView::new).collect();
         let st = IngressState {
             buffers: IngressBuffers::new(params, Arc::clone(&shared.ingress_pools), side)?,
             egress_buffers: EgressBuffers::new(
@@ -138,15 +190,12 @@ impl<F: Frame> Ingress<F> {
             cpu_port: cpu_port_index(ports, side),
             inject_bucket: TokenBucket::new(params.inject.limit.split(ingress_sides), now),
             fib: None,
+            svi: SviTable::new(params, &views),
             owned,
             owns,
             side,
         };
-        Ok(Self {
-            views: params.ports.iter().map(PortView::new).collect(),
-            st,
-            shared,
-        })
+        Ok(Self { views, st, shared })
     }
 
     /// Attaches the FIB reader routed ports route with (see
@@ -649,6 +698,27 @@ impl<F: Frame> IngressState<F> {
             now,
         );
         let dst = l2.dst_addr;
+        // The VLAN's router interface (SVI): its router MAC is routed; ARP, ND and link-local
+        // multicast of the VLAN are bridged as always, and a copy goes to the control plane.
+        if let Some(svi) = self.svi.get(vid) {
+            if dst.0 == svi.mac {
+                return self.route_unicast(
+                    ctx,
+                    view,
+                    counters,
+                    mitigations,
+                    now,
+                    port,
+                    Some(vid),
+                    &l2,
+                    frame,
+                    len,
+                );
+            }
+            if dst.is_multicast() {
+                self.punt_copy_to_svi(counters, now, port, vid, &l2, &frame);
+            }
+        }
         let unicast_to = if dst.is_multicast() {
             None
         } else {
@@ -918,21 +988,23 @@ impl<F: Frame> IngressState<F> {
             );
             return drop_frame(counters, DropReason::Runt, frame);
         };
-        self.punt_with_reason(counters, now, port, reason, frame);
+        self.punt_with_reason(counters, now, port, None, reason, frame);
     }
 
-    /// Queues a frame for the control plane with `reason`, or drops it (rate, queue full).
+    /// Queues a frame for the control plane with `reason` (and the VLAN interface it is for),
+    /// or drops it (rate, queue full).
     #[cold]
     #[inline(never)]
-    fn punt_with_reason(
+    pub(crate) fn punt_with_reason(
         &mut self,
         counters: &IngressPortCounters,
         now: Instant,
         port: PortId,
+        vlan: Option<u16>,
         reason: crate::punt::PuntReason,
         frame: F,
     ) {
-        match self.punt.punt(now, port, reason, frame) {
+        match self.punt.punt(now, port, vlan, reason, frame) {
             Ok(()) => counters.punt_frames[reason.index()].inc(),
             Err((refused, frame)) => {
                 counters.punt_drops[reason.index()].inc();

@@ -340,6 +340,23 @@ pub struct SwitchParams {
     pub punt: PuntParams,
     /// Rate limit and buffer of frames the control plane injects ([`crate::inject`]).
     pub inject: InjectParams,
+    /// VLAN interfaces (SVIs, SONiC's `VLAN_INTERFACE|Vlan1000`): routing between an L2 VLAN
+    /// and the FIB ([`crate::route_forward`]).
+    pub vlan_interfaces: Vec<VlanInterfaceParams>,
+}
+
+/// A VLAN interface (SVI): the router's interface in an L2 VLAN. A frame received in VLAN
+/// `vid` on one of its member ports and addressed to `mac` is routed by the FIB; broadcast
+/// and multicast of the VLAN are bridged as always and a copy of ARP, neighbour discovery and
+/// link-local multicast goes to the control plane with the VLAN ([`crate::punt::Punted`]); a
+/// routed packet whose next hop is in VLAN `vid` leaves by the member port the FDB knows the
+/// neighbour's MAC on (flooded to the VLAN's members while it does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlanInterfaceParams {
+    /// The VLAN, 1..=4094.
+    pub vid: u16,
+    /// Its router MAC: the destination of the frames it routes, the source of those it sends.
+    pub mac: [u8; 6],
 }
 
 /// Why parameters were refused.
@@ -390,6 +407,20 @@ impl SwitchParams {
         }
         if self.punt.queue_frames == 0 {
             return err("the punt queue must hold at least one frame".into());
+        }
+        for (i, svi) in self.vlan_interfaces.iter().enumerate() {
+            if svi.vid == 0 || svi.vid > 4094 {
+                return err(format!("VLAN interface of VLAN {}: need 1..=4094", svi.vid));
+            }
+            if self.vlan_interfaces[..i].iter().any(|o| o.vid == svi.vid) {
+                return err(format!("two VLAN interfaces of VLAN {}", svi.vid));
+            }
+            if svi.mac[0] & 1 != 0 {
+                return err(format!(
+                    "VLAN interface of VLAN {}: its MAC {:02x?} is multicast",
+                    svi.vid, svi.mac
+                ));
+            }
         }
         if let Some((vid, _, port)) = self
             .fdb_static
@@ -666,6 +697,7 @@ pub mod presets {
             queue_ring_frames: 8192,
             punt: PuntParams::default(),
             inject: InjectParams::default(),
+            vlan_interfaces: Vec::new(),
         }
     }
 }

@@ -119,6 +119,10 @@ pub struct Punted<F> {
     pub port: PortId,
     /// Why it is for the switch.
     pub reason: PuntReason,
+    /// The VLAN interface (SVI) it is for: its VLAN, when it arrived in a VLAN with an SVI and
+    /// is for the router there (ARP, ND, to the SVI's router MAC); `None` for a routed port's
+    /// and the bridge's own frames. The control plane hands it to that VLAN's host interface.
+    pub vlan: Option<u16>,
     /// The frame as received (tags included).
     pub frame: F,
 }
@@ -199,6 +203,7 @@ impl<F> PuntPath<F> {
         &mut self,
         now: Instant,
         port: PortId,
+        vlan: Option<u16>,
         reason: PuntReason,
         frame: F,
     ) -> Result<(), (PuntRefused, F)> {
@@ -211,6 +216,7 @@ impl<F> PuntPath<F> {
         self.queue.push_back(Punted {
             port,
             reason,
+            vlan,
             frame,
         });
         Ok(())

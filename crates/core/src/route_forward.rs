@@ -119,19 +119,52 @@ impl<F: Frame> IngressState<F> {
         now: Instant,
         port: PortId,
         l2: &L2Header,
-        mut frame: F,
+        frame: F,
         len: usize,
     ) {
         if l2.vlan.is_some_and(|tci| tci.vid() != 0) {
             return drop_frame(counters, DropReason::VlanFiltered, frame);
         }
-        let data = frame.data();
         if l2.dst_addr.is_multicast() {
-            return self.not_forwarded(counters, now, port, multicast_reason(l2, data), frame);
+            let not = multicast_reason(l2, frame.data());
+            return self.not_forwarded(counters, now, port, None, not, frame);
         }
         if l2.dst_addr.0 != view.mac {
             return drop_frame(counters, DropReason::RouterMacMismatch, frame);
         }
+        self.route_unicast(
+            ctx,
+            view,
+            counters,
+            mitigations,
+            now,
+            port,
+            None,
+            l2,
+            frame,
+            len,
+        );
+    }
+
+    /// Steps 3 (what is to the router MAC) to 7 for a frame to a router MAC: a routed port's
+    /// (`in_vlan` `None`) or a VLAN interface's (`in_vlan` its VLAN: received on a member port,
+    /// possibly tagged; what is punted goes to that VLAN's host interface).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn route_unicast(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        mitigations: PortMitigations<'_>,
+        now: Instant,
+        port: PortId,
+        in_vlan: Option<u16>,
+        l2: &L2Header,
+        mut frame: F,
+        len: usize,
+    ) {
+        let data = frame.data();
         let off = l2.payload_offset;
         let decided = match l2.ethertype {
             EtherType::Ipv4 => self.route_v4(data, off),
@@ -141,20 +174,46 @@ impl<F: Frame> IngressState<F> {
         };
         let (id, out, vlan, mac) = match decided {
             Ok(hop) => hop,
-            Err(not) => return self.not_forwarded(counters, now, port, not, frame),
+            Err(not) => return self.not_forwarded(counters, now, port, in_vlan, not, frame),
         };
-        let out_view = &ctx.views[out.index()];
-        // Egress VLAN: none on a routed port; an SVI next hop's VLAN must be one the egress
-        // port is in (anything else is a next hop the port cannot carry: never sent wrongly).
-        let vid = match vlan {
-            None if out_view.routed => 0,
-            Some(v) if out_view.member(v) => v,
-            _ => return drop_frame(counters, DropReason::VlanFiltered, frame),
+        // Egress: a routed port, untagged; or a VLAN interface's VLAN, by the member port the
+        // FDB knows the neighbour on (the next hop's port is not consulted: stations move),
+        // flooded to the VLAN's members while it knows none. A next hop the ports cannot
+        // carry (no VLAN on an L2 port, a VLAN no port is in) is never sent wrongly: dropped.
+        let (egress, vid, src_mac, max_payload) = match vlan {
+            None if ctx.views[out.index()].routed => {
+                let out_view = &ctx.views[out.index()];
+                (Some(out), 0, out_view.mac, out_view.max_payload)
+            }
+            None => return drop_frame(counters, DropReason::VlanFiltered, frame),
+            Some(v) => {
+                let svi = self.svi.get(v).copied();
+                match self.fdb.fdb.lookup(v, mac, now) {
+                    Some(p) if ctx.views[p.index()].member(v) => {
+                        let out_view = &ctx.views[p.index()];
+                        let src = svi.map_or(out_view.mac, |s| s.mac);
+                        (Some(p), v, src, out_view.max_payload)
+                    }
+                    Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
+                    None => match svi {
+                        Some(s) if s.max_payload > 0 => (None, v, s.mac, s.max_payload),
+                        // No SVI: the next hop's port, if it is in the VLAN (a FIB built
+                        // without one, as the core tests do).
+                        None if ctx.views[out.index()].member(v) => {
+                            let out_view = &ctx.views[out.index()];
+                            (Some(out), v, out_view.mac, out_view.max_payload)
+                        }
+                        _ => return drop_frame(counters, DropReason::VlanFiltered, frame),
+                    },
+                }
+            }
         };
-        // Step 6's MTU check: the IP packet must fit the egress port's MTU.
+        // Step 6's MTU check: the IP packet must fit the egress port's MTU (the smallest of
+        // the VLAN's members when flooded).
         let ip_len = len - off;
-        if ip_len > out_view.max_payload {
-            return self.not_forwarded(counters, now, port, P(PuntReason::L3MtuError), frame);
+        if ip_len > max_payload {
+            let not = P(PuntReason::L3MtuError);
+            return self.not_forwarded(counters, now, port, in_vlan, not, frame);
         }
         let (tc, l3) = classify(view, l2, data);
         let pg = view.maps.tc_to_pg[tc.index()].index() % PRIORITY_COUNT;
@@ -170,16 +229,13 @@ impl<F: Frame> IngressState<F> {
             off,
             l2.ethertype == EtherType::Ipv6,
             mac,
-            out_view.mac,
+            src_mac,
         );
         if let Some(fib) = self.fib.as_ref() {
             fib.count_next_hop(id);
         }
         counters.rif_in_packets.inc();
         counters.rif_in_octets.add(len as u64);
-        let out_counters = &ctx.counters.ports[out.index()];
-        out_counters.rif_out_packets.inc();
-        out_counters.rif_out_octets.add(len as u64);
         let meta = IngressFrame {
             in_port: port,
             tc,
@@ -189,7 +245,42 @@ impl<F: Frame> IngressState<F> {
             tagged: l2.vlan.is_some(),
             l3,
         };
+        let out = match egress {
+            Some(out) => out,
+            None => match self.flood_copies(ctx, view, counters, now, &meta, &frame) {
+                Some(last) => last,
+                None => return drop_frame(counters, DropReason::NoDestination, frame),
+            },
+        };
+        // Counted against the port the packet leaves by (a flooded one: the last member).
+        let out_counters = &ctx.counters.ports[out.index()];
+        out_counters.rif_out_packets.inc();
+        out_counters.rif_out_octets.add(len as u64);
         self.forward(ctx, view, counters, now, &meta, out, frame, len);
+    }
+
+    /// A multicast or broadcast frame bridged in `vid`, which has a VLAN interface: a copy of
+    /// what is for the router (ARP, ND, link-local multicast; step 2's punts) goes to the
+    /// control plane for that VLAN's host interface. Out of line: only multicast in a VLAN
+    /// with an SVI calls it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn punt_copy_to_svi(
+        &mut self,
+        counters: &IngressPortCounters,
+        now: Instant,
+        port: PortId,
+        vid: u16,
+        l2: &L2Header,
+        frame: &F,
+    ) {
+        let P(reason) = multicast_reason(l2, frame.data()) else {
+            return;
+        };
+        match frame.try_clone() {
+            Some(copy) => self.punt_with_reason(counters, now, port, Some(vid), reason, copy),
+            None => counters.drops[DropReason::NoBuffer.index()].inc(),
+        }
     }
 
     /// Steps 4–6 for IPv4: the egress port, VLAN and neighbour MAC, or why not.
@@ -269,11 +360,12 @@ impl<F: Frame> IngressState<F> {
         counters: &IngressPortCounters,
         now: Instant,
         port: PortId,
+        vlan: Option<u16>,
         not: NotForwarded,
         frame: F,
     ) {
         match not {
-            P(reason) => self.punt_with_reason(counters, now, port, reason, frame),
+            P(reason) => self.punt_with_reason(counters, now, port, vlan, reason, frame),
             D(reason) => drop_frame(counters, reason, frame),
         }
     }

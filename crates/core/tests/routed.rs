@@ -841,3 +841,192 @@ mod hostile {
         }
     }
 }
+
+mod vlan_interface {
+    //! A VLAN interface (SVI, SONiC's `Vlan1000`): VLAN 1000 on access ports 0 and 1 and trunk
+    //! port 2, port 3 routed; the SVI's router MAC is routed, its next hops leave by the port
+    //! the FDB knows (flooded to the members while unknown), ARP and pings for it are punted
+    //! with the VLAN.
+    use super::*;
+    use headroom_core::params::VlanInterfaceParams;
+
+    const VID: u16 = 1000;
+    const SVI_MAC: [u8; 6] = [0x02, 0x68, 0x72, 0, 0x10, 0];
+    /// A host of VLAN 1000 the switch has not heard from.
+    const SILENT_HOST: [u8; 6] = [0x02, 0xcc, 0, 0, 0, 6];
+
+    fn svi_lab() -> (Lab, FibSender) {
+        let mut params = routed_params(4);
+        for p in 0..2 {
+            params.ports[p].vlan = VlanMode::Access { vid: VID };
+        }
+        params.ports[2].vlan = VlanMode::Trunk {
+            allowed: vec![VID],
+            native: None,
+        };
+        params.vlan_interfaces = vec![VlanInterfaceParams {
+            vid: VID,
+            mac: SVI_MAC,
+        }];
+        let mut lab = Lab::new(params);
+        let mut b = FibBuilder::new(FibConfig::default()).unwrap();
+        let upstream = b
+            .add_next_hop(NextHop::Resolved {
+                port: PortId(3),
+                vlan: None,
+                mac: MacAddress(NEIGH[3]),
+            })
+            .unwrap();
+        // The port of a VLAN next hop is not what the dataplane goes by (the FDB is): a
+        // wrong one here shows it.
+        let host_a = b
+            .add_next_hop(NextHop::Resolved {
+                port: PortId(1),
+                vlan: Some(VID),
+                mac: MacAddress(HOST_A),
+            })
+            .unwrap();
+        let silent = b
+            .add_next_hop(NextHop::Resolved {
+                port: PortId(1),
+                vlan: Some(VID),
+                mac: MacAddress(SILENT_HOST),
+            })
+            .unwrap();
+        b.set_route_v4(pfx([10, 3, 0, 0], 16), RouteTarget::NextHop(upstream))
+            .unwrap();
+        b.set_route_v4(pfx([10, 10, 0, 5], 32), RouteTarget::NextHop(host_a))
+            .unwrap();
+        b.set_route_v4(pfx([10, 10, 0, 6], 32), RouteTarget::NextHop(silent))
+            .unwrap();
+        b.set_route_v4(
+            pfx([10, 10, 0, 1], 32),
+            RouteTarget::NextHop(NextHopId::LOCAL),
+        )
+        .unwrap();
+        let (sender, reader) = fib_channel(b.publish().unwrap());
+        lab.sw.attach_fib(reader);
+        (lab, sender)
+    }
+
+    /// `frame` with an 802.1Q tag of `vid` (PCP 0) after its MACs.
+    fn tagged(frame: &HeapFrame, vid: u16) -> HeapFrame {
+        let mut d = frame.data().to_vec();
+        d.splice(12..12, [0x81, 0x00, (vid >> 8) as u8, vid as u8]);
+        HeapFrame::new(&d)
+    }
+
+    fn assert_routed_v4(d: &[u8], off: usize, dst: [u8; 6], src: [u8; 6], ttl: u8) {
+        assert_eq!((&d[..6], &d[6..12]), (&dst[..], &src[..]), "MACs");
+        let ip = Ipv4Packet::new_checked(&d[off..]).unwrap();
+        assert_eq!(ip.hop_limit(), ttl);
+        assert_eq!((ip.dscp(), ip.ecn()), (46, Ecn::Ect0), "DSCP and ECN kept");
+        assert!(ip.verify_checksum());
+    }
+
+    #[test]
+    fn a_vlan_interface_routes_between_its_vlan_and_a_routed_port() {
+        let (mut lab, _sender) = svi_lab();
+        // HOST_A on port 0, VLAN 1000, sends to its gateway (the SVI's MAC): routed out of port
+        // 3 to the upstream neighbour, TTL − 1, from port 3's router MAC; not bridged.
+        lab.rx(0, v4(SVI_MAC, [10, 3, 0, 9], 64, 46, 1, 128));
+        let out = lab.tx(3, 64);
+        assert_eq!(out.len(), 1, "routed out of port 3");
+        assert_routed_v4(out[0].data(), 14, NEIGH[3], router_mac(3), 63);
+        assert_eq!(sent(&mut lab, 3), [0, 0, 0], "nothing bridged");
+        assert_eq!(lab.rx_counters(0).rif_in_packets.get(), 1);
+
+        // Back: routed port 3 → HOST_A, whom the FDB learnt on port 0 (the next hop says port
+        // 1): out of port 0 only, untagged, from the SVI's MAC.
+        lab.rx(3, v4(router_mac(3), [10, 10, 0, 5], 64, 46, 2, 128));
+        let out = lab.tx(0, 64);
+        assert_eq!(out.len(), 1, "routed to the port the FDB knows");
+        assert_routed_v4(out[0].data(), 14, HOST_A, SVI_MAC, 63);
+        assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0]);
+        assert_eq!(lab.rx_counters(3).rif_in_packets.get(), 1);
+
+        // To a host the FDB does not know: flooded to the VLAN's members, tagged on the trunk.
+        lab.rx(3, v4(router_mac(3), [10, 10, 0, 6], 64, 46, 3, 128));
+        for p in 0..3u16 {
+            let out = lab.tx(p, 64);
+            assert_eq!(out.len(), 1, "port {p}");
+            let d = out[0].data();
+            let off = if p == 2 {
+                assert_eq!(d[12..14], [0x81, 0x00]);
+                let tci = u16::from_be_bytes([d[14], d[15]]);
+                // DSCP 46 → TC 5: the tag's PCP.
+                assert_eq!((tci >> 13, tci & 0x0FFF), (5, VID));
+                18
+            } else {
+                14
+            };
+            assert_routed_v4(d, off, SILENT_HOST, SVI_MAC, 63);
+        }
+        assert_eq!(lab.tx(3, 64).len(), 0, "not back out of the routed port");
+
+        // Tagged in on the trunk: routed out of port 3, untagged there.
+        lab.rx(2, tagged(&v4(SVI_MAC, [10, 3, 0, 9], 64, 46, 4, 128), VID));
+        let out = lab.tx(3, 64);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].len(), 128, "untagged on the routed port");
+        assert_routed_v4(out[0].data(), 14, NEIGH[3], router_mac(3), 63);
+    }
+
+    #[test]
+    fn arp_and_pings_for_the_vlan_interface_are_punted_with_its_vlan_and_arp_is_still_bridged() {
+        let (mut lab, _sender) = svi_lab();
+        // An ARP request (broadcast) in VLAN 1000: bridged to the other members, and a copy
+        // for the SVI's host interface.
+        lab.rx(0, arp([0xFF; 6], 1));
+        assert_eq!(sent(&mut lab, 4), [0, 1, 1, 0], "bridged in the VLAN only");
+        let p = lab.sw.poll_punt().expect("a copy punted");
+        assert_eq!(
+            (p.port, p.reason, p.vlan),
+            (PortId(0), PuntReason::ArpReq, Some(VID))
+        );
+        assert_eq!(p.frame.data(), arp([0xFF; 6], 1).data(), "as received");
+        // The reply to the SVI's MAC: punted, not bridged.
+        lab.rx(1, arp(SVI_MAC, 2));
+        let p = lab.sw.poll_punt().expect("the reply punted");
+        assert_eq!(
+            (p.port, p.reason, p.vlan),
+            (PortId(1), PuntReason::ArpResp, Some(VID))
+        );
+        // A ping of the gateway address (Local), and a packet with TTL 1 to route: for the
+        // kernel, through the SVI.
+        lab.rx(0, v4(SVI_MAC, [10, 10, 0, 1], 64, 0, 5, 64));
+        lab.rx(0, v4(SVI_MAC, [10, 3, 0, 9], 1, 0, 6, 64));
+        let reasons: Vec<_> = std::iter::from_fn(|| lab.sw.poll_punt())
+            .map(|p| (p.reason, p.vlan))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (PuntReason::Ip2me, Some(VID)),
+                (PuntReason::TtlError, Some(VID))
+            ]
+        );
+        assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0], "nothing bridged or routed");
+        // A broadcast that is not for the router (not ARP, ND or link-local multicast) is
+        // only bridged; a routed port's punts carry no VLAN.
+        lab.rx(0, ipv4_frame(HOST_A, [0xFF; 6], 0, Ecn::NotEct, 64));
+        assert!(lab.sw.poll_punt().is_none());
+        assert_eq!(sent(&mut lab, 4), [0, 1, 1, 0]);
+        lab.rx(3, arp([0xFF; 6], 1));
+        assert_eq!(lab.sw.poll_punt().map(|p| p.vlan), Some(None));
+    }
+
+    #[test]
+    fn without_the_vlan_interface_frames_to_its_mac_are_bridged_not_routed() {
+        // The contrast: the same switch with no SVI floods HOST_A's frame to the gateway MAC
+        // in VLAN 1000 (an unknown unicast) and routes nothing.
+        let mut params = routed_params(4);
+        for p in 0..2 {
+            params.ports[p].vlan = VlanMode::Access { vid: VID };
+        }
+        let mut lab = Lab::new(params);
+        lab.rx(0, v4(SVI_MAC, [10, 3, 0, 9], 64, 46, 1, 128));
+        assert_eq!(sent(&mut lab, 4), [0, 1, 0, 0]);
+        assert!(lab.sw.poll_punt().is_none());
+    }
+}
