@@ -42,9 +42,29 @@ fn every_example_file_is_tested() {
             "dpdk-null.toml",
             "lab.toml",
             "minimal.toml",
+            "routed-leaf.toml",
             "spectrum2-100g.toml"
         ]
     );
+}
+
+#[test]
+fn routed_leaf_has_three_router_interfaces_with_the_switch_mac() {
+    let (config, warnings) = example("routed-leaf.toml");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(config.has_routed_ports());
+    let names: Vec<&str> = config.ports.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet8"]);
+    for port in &config.ports {
+        assert!(port.vlan.is_routed(), "{}", port.name);
+        assert_eq!(port.mac, [0x02, 0x68, 0x72, 0x00, 0x01, 0x00], "{}", port.name);
+        assert_eq!(port.mtu_bytes, 9100);
+        assert_eq!(port.speed_bits_per_second, 100_000_000_000);
+    }
+    assert_eq!(config.routing.ecmp_hash_seed, 1001);
+    assert_eq!(config.fib_config().hash.seed, 1001);
+    assert!(config.fdb_static.is_empty());
+    config.switch_params().unwrap().validate().unwrap();
 }
 
 #[test]
