@@ -207,20 +207,13 @@ fn render_lldp(o: &mut Out, control: &ControlPlane) {
 }
 
 /// Punts by reason, the host interfaces, the routed ports' counters and the netlink mirror.
-/// The dataplane's punt and routed counters restart with a reconfiguration (they are not in the
-/// ledgers yet); the host interfaces' and the mirror's run since the switch started.
+/// The dataplane's punt and routed counters are its ledgers' totals (carried over
+/// reconfigurations); the host interfaces' and the mirror's run since the switch started.
 fn render_routing(o: &mut Out, control: &ControlPlane, running: &Running, names: &[&str]) {
     use headroom_core::punt::PuntReason;
-    let shared = running.shared();
-    let side_sum =
-        |port: usize, f: &dyn Fn(&headroom_core::counters::IngressPortCounters) -> u64| {
-            shared
-                .ingress_counters
-                .iter()
-                .filter_map(|side| side.ports.get(port))
-                .map(f)
-                .sum::<u64>()
-        };
+    let totals: Vec<PortStats> = (0..names.len())
+        .map(|p| control.total_stats(running, p))
+        .collect();
     o.family(
         "headroom_port_punt_frames_total",
         "counter",
@@ -231,7 +224,7 @@ fn render_routing(o: &mut Out, control: &ControlPlane, running: &Running, names:
             o.sample(
                 "headroom_port_punt_frames_total",
                 &[("port", name), ("reason", r.name())],
-                side_sum(p, &|c| c.punt_frames[r.index()].get()),
+                totals[p].punt_frames[r.index()],
             );
         }
     }
@@ -245,7 +238,7 @@ fn render_routing(o: &mut Out, control: &ControlPlane, running: &Running, names:
             o.sample(
                 "headroom_port_punt_drops_total",
                 &[("port", name), ("reason", r.name())],
-                side_sum(p, &|c| c.punt_drops[r.index()].get()),
+                totals[p].punt_drops[r.index()],
             );
         }
     }
@@ -265,7 +258,7 @@ fn render_routing(o: &mut Out, control: &ControlPlane, running: &Running, names:
     let Some(host) = control.host_interfaces() else {
         return;
     };
-    let rows = host.rows(shared);
+    let rows = host.rows(&|p| totals.get(p.index()).cloned().unwrap_or_default());
     type RowMetric = (
         &'static str,
         &'static str,

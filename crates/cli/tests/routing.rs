@@ -207,6 +207,41 @@ fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_cha
         "routed counters: in {rif_in}, out {rif_out} for {PINGS} pings"
     );
 
+    // A reconfiguration (a drained restart of the dataplane; the host interfaces and the
+    // mirror stay) carries the dataplane's routed, punt and inject counters over like every
+    // other counter: nothing goes back, and routing goes on.
+    let punted =
+        |row: &serde_json::Value, reason: &str| row["punted"][reason].as_u64().unwrap_or(0);
+    let carried = [
+        (&h0, "rif_in_packets"),
+        (&h1, "rif_out_packets"),
+        (&h0, "dataplane_inject_frames"),
+    ];
+    let before_reconfig: Vec<u64> = carried
+        .iter()
+        .map(|(port, key)| counter(&host_interface(&lab, port), key))
+        .collect();
+    let ip2me_before = punted(&host_interface(&lab, &h0), "ip2me");
+    assert!(ip2me_before >= 3, "{:#}", host_interface(&lab, &h0));
+    let applied =
+        run_ok(Command::new(HEADROOM).args(["set", "pfc", &h0, "3", "--lab", lab.prefix()]));
+    assert_eq!(String::from_utf8_lossy(&applied.stdout), "applied\n");
+    for ((port, key), before) in carried.iter().zip(&before_reconfig) {
+        let now = counter(&host_interface(&lab, port), key);
+        assert!(
+            now >= *before,
+            "{port} {key}: {before} before the reconfiguration, {now} after"
+        );
+    }
+    assert!(punted(&host_interface(&lab, &h0), "ip2me") >= ip2me_before);
+    ping_all(&lab, "10.2.0.0", 3);
+    let rif_in_after = counter(&host_interface(&lab, &h0), "rif_in_packets");
+    assert!(
+        rif_in_after >= before_reconfig[0] + 3,
+        "routed after the reconfiguration: {} -> {rif_in_after}",
+        before_reconfig[0]
+    );
+
     // The operator's view of it.
     let table = json(&lab, &["show", "ip", "route"]);
     let routes = table["routes"].as_array().unwrap();

@@ -57,7 +57,12 @@ fn routed_leaf_has_three_router_interfaces_with_the_switch_mac() {
     assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet8"]);
     for port in &config.ports {
         assert!(port.vlan.is_routed(), "{}", port.name);
-        assert_eq!(port.mac, [0x02, 0x68, 0x72, 0x00, 0x01, 0x00], "{}", port.name);
+        assert_eq!(
+            port.mac,
+            [0x02, 0x68, 0x72, 0x00, 0x01, 0x00],
+            "{}",
+            port.name
+        );
         assert_eq!(port.mtu_bytes, 9100);
         assert_eq!(port.speed_bits_per_second, 100_000_000_000);
     }

@@ -6,6 +6,7 @@
 //! monotonic, which is what rates and deltas need.
 
 use crate::counters::{DropReason, PortDropClass};
+use crate::punt::PuntReason;
 use crate::shared::Shared;
 use crate::time::Instant;
 use crate::types::{PortId, Priority, PRIORITY_COUNT};
@@ -102,6 +103,16 @@ pub struct PortStats {
     pub rif_out_packets: u64,
     /// Bytes of those packets (`ROUTER_INTERFACE_STAT_OUT_OCTETS`).
     pub rif_out_octets: u64,
+    /// Frames received on this port and punted to the control plane, by reason (index with
+    /// [`crate::punt::PuntReason::index`]).
+    pub punt_frames: [u64; PuntReason::COUNT],
+    /// Frames for the control plane dropped at this port (CoPP rate limit, punt queue full),
+    /// by reason.
+    pub punt_drops: [u64; PuntReason::COUNT],
+    /// Frames the control plane injected out of this port.
+    pub inject_frames: u64,
+    /// Injected frames dropped, every reason.
+    pub inject_drops: u64,
     /// Time each priority's egress was held by received PFC, ns.
     pub paused_ns: [u64; PRIORITY_COUNT],
     /// Drops by reason (index with [`DropReason::index`]).
@@ -157,6 +168,10 @@ impl PortStats {
             rif_in_octets: f(self.rif_in_octets, other.rif_in_octets),
             rif_out_packets: f(self.rif_out_packets, other.rif_out_packets),
             rif_out_octets: f(self.rif_out_octets, other.rif_out_octets),
+            punt_frames: core::array::from_fn(|i| f(self.punt_frames[i], other.punt_frames[i])),
+            punt_drops: core::array::from_fn(|i| f(self.punt_drops[i], other.punt_drops[i])),
+            inject_frames: f(self.inject_frames, other.inject_frames),
+            inject_drops: f(self.inject_drops, other.inject_drops),
             paused_ns: arr(&self.paused_ns, &other.paused_ns),
             drops: core::array::from_fn(|i| f(self.drops[i], other.drops[i])),
             queues: core::array::from_fn(|i| {
@@ -241,6 +256,12 @@ impl Shared {
             s.rif_in_octets += c.rif_in_octets.get();
             s.rif_out_packets += c.rif_out_packets.get();
             s.rif_out_octets += c.rif_out_octets.get();
+            for r in 0..PuntReason::COUNT {
+                s.punt_frames[r] += c.punt_frames[r].get();
+                s.punt_drops[r] += c.punt_drops[r].get();
+            }
+            s.inject_frames += c.inject_frames.get();
+            s.inject_drops += c.inject_drops.iter().map(|d| d.get()).sum::<u64>();
             for i in 0..PRIORITY_COUNT {
                 s.pfc_rx[i] += c.pfc_rx[i].get();
                 s.pgs[i].frames += c.pg_frames[i].get();

@@ -837,7 +837,7 @@ impl ControlPlane {
                     interfaces: self
                         .host
                         .as_ref()
-                        .map(|h| h.rows(running.shared()))
+                        .map(|h| h.rows(&|p| self.total_stats(running, p.index())))
                         .unwrap_or_default(),
                     punted_unconsumed: headroom_core::punt::PuntReason::ALL
                         .iter()

@@ -574,20 +574,17 @@ impl HostInterfaces {
             .collect()
     }
 
-    /// The host interface rows (`show host-interfaces`), with the dataplane's inject and
-    /// routed counters of each port from `shared`.
+    /// The host interface rows (`show host-interfaces`), with the dataplane's inject, punt and
+    /// routed counters of each port from `stats` (its counters since start, carried over
+    /// reconfigurations: a new dataplane's own start at zero).
     #[must_use]
-    pub fn rows(&self, shared: &headroom_core::shared::Shared) -> Vec<HostInterfaceRow> {
+    pub fn rows(
+        &self,
+        stats: &dyn Fn(PortId) -> headroom_core::stats::PortStats,
+    ) -> Vec<HostInterfaceRow> {
         self.interfaces()
             .map(|(port, name, c)| {
-                let sum = |f: &dyn Fn(&headroom_core::counters::IngressPortCounters) -> u64| {
-                    shared
-                        .ingress_counters
-                        .iter()
-                        .filter_map(|side| side.ports.get(port.index()))
-                        .map(f)
-                        .sum::<u64>()
-                };
+                let s = stats(port);
                 HostInterfaceRow {
                     interface: name.to_owned(),
                     punt_frames: c.punt_frames,
@@ -596,20 +593,15 @@ impl HostInterfaces {
                     inject_frames: c.inject_frames,
                     inject_refused: c.inject_refused,
                     read_errors: c.read_errors,
-                    dataplane_inject_frames: sum(&|p| p.inject_frames.get()),
-                    dataplane_inject_drops: sum(&|p| p.inject_drops.iter().map(|d| d.get()).sum()),
-                    rif_in_packets: sum(&|p| p.rif_in_packets.get()),
-                    rif_in_octets: sum(&|p| p.rif_in_octets.get()),
-                    rif_out_packets: sum(&|p| p.rif_out_packets.get()),
-                    rif_out_octets: sum(&|p| p.rif_out_octets.get()),
+                    dataplane_inject_frames: s.inject_frames,
+                    dataplane_inject_drops: s.inject_drops,
+                    rif_in_packets: s.rif_in_packets,
+                    rif_in_octets: s.rif_in_octets,
+                    rif_out_packets: s.rif_out_packets,
+                    rif_out_octets: s.rif_out_octets,
                     punted: PuntReason::ALL
                         .iter()
-                        .map(|r| {
-                            (
-                                r.name().to_owned(),
-                                sum(&|p| p.punt_frames[r.index()].get()),
-                            )
-                        })
+                        .map(|r| (r.name().to_owned(), s.punt_frames[r.index()]))
                         .filter(|(_, n)| *n > 0)
                         .collect(),
                 }
