@@ -301,6 +301,91 @@ impl<F: Frame> Ingress<F> {
         }
     }
 
+    /// Sends `frame`, built by the control plane for the VLAN interface of `vid` (untagged, as
+    /// the kernel writes it to the SVI's host interface), into VLAN `vid`: to the member port
+    /// this side's FDB knows its destination on, or flooded to every member (broadcast,
+    /// multicast, unknown); tagged with `vid` (PCP 0) on the ports that carry it tagged. Each
+    /// copy takes [`Ingress::inject`]'s path and is counted in its port's inject counters.
+    /// Returns how many copies were accepted.
+    ///
+    /// # Errors
+    /// `vlan_filtered` when no port is a member of `vid` (or the FDB's port no longer is),
+    /// `runt` for a frame without an Ethernet header; otherwise the reason the last copy was
+    /// refused, when none was accepted.
+    pub fn inject_vlan(&mut self, now: Instant, vid: u16, frame: F) -> Result<usize, DropReason> {
+        let Ok(l2) = parse_l2(frame.data()) else {
+            return Err(DropReason::Runt);
+        };
+        if l2.vlan.is_some() {
+            // The kernel writes untagged frames to an SVI's TAP; anything else is not ours.
+            return Err(DropReason::VlanFiltered);
+        }
+        let known = if l2.dst_addr.is_multicast() {
+            None
+        } else {
+            self.st.fdb.fdb.lookup(vid, l2.dst_addr.0, now)
+        };
+        let member = |v: &PortView| v.member(vid);
+        let port_id = |i: usize| PortId(u16::try_from(i).unwrap_or(u16::MAX));
+        // The frame itself goes to the last destination, copies to the others (no allocation:
+        // the members are walked twice).
+        let (flood, last) = match known {
+            Some(p) if self.views.get(p.index()).is_some_and(member) => (false, p),
+            Some(_) => return Err(DropReason::VlanFiltered),
+            None => match self.views.iter().rposition(member) {
+                Some(i) => (true, port_id(i)),
+                None => return Err(DropReason::VlanFiltered),
+            },
+        };
+        let mut accepted = 0;
+        let mut refused = None;
+        let mut count = |result: Result<(), DropReason>| match result {
+            Ok(()) => accepted += 1,
+            Err(reason) => refused = Some(reason),
+        };
+        if flood {
+            for i in 0..last.index() {
+                if !member(&self.views[i]) {
+                    continue;
+                }
+                count(match frame.try_clone() {
+                    Some(copy) => self.inject_tagged(now, port_id(i), vid, copy),
+                    None => Err(self.inject_refused(port_id(i), DropReason::NoBuffer)),
+                });
+            }
+        }
+        count(self.inject_tagged(now, last, vid, frame));
+        match (accepted, refused) {
+            (0, Some(reason)) => Err(reason),
+            _ => Ok(accepted),
+        }
+    }
+
+    /// [`Ingress::inject`] of a frame for VLAN `vid`, tagged first if `port` carries it tagged.
+    fn inject_tagged(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        vid: u16,
+        mut frame: F,
+    ) -> Result<(), DropReason> {
+        if self.views[port.index()].egress_tagged(vid) && !tag_frame(&mut frame, vid) {
+            return Err(self.inject_refused(port, DropReason::NoBuffer));
+        }
+        self.inject(now, port, frame)
+    }
+
+    /// Counts an injected frame for `port` dropped before [`Ingress::inject`]; returns `reason`.
+    fn inject_refused(&self, port: PortId, reason: DropReason) -> DropReason {
+        if let Some(c) = self.shared.ingress_counters[self.st.side]
+            .ports
+            .get(port.index())
+        {
+            c.inject_drops[reason.index()].inc();
+        }
+        reason
+    }
+
     /// Sends `frame`, built by the control plane, out of `port` through the normal egress
     /// path (see [`crate::inject`]): classified with `port`'s maps, rate-limited, charged to
     /// this side's CPU pseudo-port and to the egress queue, enqueued. Every refusal is counted
@@ -460,6 +545,12 @@ fn retag<F: Frame>(
         *l3_offset += TAG_LEN;
     }
     Ok(Some(frame.len()))
+}
+
+/// Puts an 802.1Q tag of `vid` (PCP 0) into an untagged frame; false when it has no room.
+fn tag_frame<F: Frame>(frame: &mut F, vid: u16) -> bool {
+    frame.push_front(TAG_LEN)
+        && insert_vlan_tag(frame.data_mut(), VlanTci::new(0, false, vid)).is_ok()
 }
 
 /// Counts a frame that egress admission (or its ring) refused for `reason`, against the

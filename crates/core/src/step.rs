@@ -149,6 +149,21 @@ impl<F: Frame> LcoreStep<F> {
         }
     }
 
+    /// 2b. Sends `frame`, built by the control plane for the VLAN interface of `vid`, into the
+    ///    VLAN: to the member port the FDB knows, or flooded to the members, tagged where they
+    ///    carry the VLAN tagged ([`crate::ingress::Ingress::inject_vlan`]). Returns how many
+    ///    copies were accepted.
+    ///
+    /// # Errors
+    /// As [`crate::ingress::Ingress::inject_vlan`]; `no_destination` for a step without an
+    /// ingress side.
+    pub fn inject_vlan(&mut self, now: Instant, vid: u16, frame: F) -> Result<usize, DropReason> {
+        match self.ingress.as_mut() {
+            Some(ingress) => ingress.inject_vlan(now, vid, frame),
+            None => Err(DropReason::NoDestination),
+        }
+    }
+
     /// 3. Time-driven work due at `now` (see [`LcoreStep::poll_timeout`]); harmless when
     ///    nothing is due.
     pub fn handle_timeout(&mut self, now: Instant) {

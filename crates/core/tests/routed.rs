@@ -850,12 +850,12 @@ mod vlan_interface {
     use super::*;
     use headroom_core::params::VlanInterfaceParams;
 
-    const VID: u16 = 1000;
+    pub(super) const VID: u16 = 1000;
     const SVI_MAC: [u8; 6] = [0x02, 0x68, 0x72, 0, 0x10, 0];
     /// A host of VLAN 1000 the switch has not heard from.
     const SILENT_HOST: [u8; 6] = [0x02, 0xcc, 0, 0, 0, 6];
 
-    fn svi_lab() -> (Lab, FibSender) {
+    pub(super) fn svi_lab() -> (Lab, FibSender) {
         let mut params = routed_params(4);
         for p in 0..2 {
             params.ports[p].vlan = VlanMode::Access { vid: VID };
@@ -910,7 +910,7 @@ mod vlan_interface {
     }
 
     /// `frame` with an 802.1Q tag of `vid` (PCP 0) after its MACs.
-    fn tagged(frame: &HeapFrame, vid: u16) -> HeapFrame {
+    pub(super) fn tagged(frame: &HeapFrame, vid: u16) -> HeapFrame {
         let mut d = frame.data().to_vec();
         d.splice(12..12, [0x81, 0x00, (vid >> 8) as u8, vid as u8]);
         HeapFrame::new(&d)
@@ -1028,5 +1028,48 @@ mod vlan_interface {
         lab.rx(0, v4(SVI_MAC, [10, 3, 0, 9], 64, 46, 1, 128));
         assert_eq!(sent(&mut lab, 4), [0, 1, 0, 0]);
         assert!(lab.sw.poll_punt().is_none());
+    }
+}
+
+mod vlan_interface_inject {
+    //! What the kernel writes to a VLAN interface's host interface goes into the VLAN.
+    use super::vlan_interface::*;
+    use super::*;
+
+    #[test]
+    fn the_kernels_frames_for_a_vlan_interface_go_to_the_known_port_or_flood_the_vlan() {
+        let (mut lab, _sender) = svi_lab();
+        // An ARP request of the kernel (broadcast): every member, tagged on the trunk, not
+        // the routed port.
+        let request = arp([0xFF; 6], 1);
+        assert_eq!(lab.sw.inject_vlan(lab.now, VID, request.clone()), Ok(3));
+        for p in 0..2u16 {
+            let out = lab.tx(p, 8);
+            assert_eq!(out.len(), 1, "port {p}");
+            assert_eq!(out[0].data(), request.data(), "untagged on access port {p}");
+        }
+        let out = lab.tx(2, 8);
+        assert_eq!(out.len(), 1);
+        let d = out[0].data();
+        assert_eq!(d.len(), request.len() + 4);
+        assert_eq!(d[12..16], [0x81, 0x00, (VID >> 8) as u8, VID as u8]);
+        assert_eq!(d[16..], request.data()[12..]);
+        assert!(lab.tx(3, 8).is_empty());
+        // A reply to a host the FDB knows (HOST_A on port 1): that port only.
+        lab.learn(1, HOST_A);
+        assert_eq!(lab.sw.inject_vlan(lab.now, VID, arp(HOST_A, 2)), Ok(1));
+        assert_eq!(sent(&mut lab, 4), [0, 1, 0, 0]);
+        assert_eq!(lab.rx_counters(1).inject_frames.get(), 2);
+        // A VLAN no port is in, or a tagged frame: refused, nothing sent.
+        assert_eq!(
+            lab.sw.inject_vlan(lab.now, 2000, arp([0xFF; 6], 1)),
+            Err(DropReason::VlanFiltered)
+        );
+        let tagged_request = tagged(&request, VID);
+        assert_eq!(
+            lab.sw.inject_vlan(lab.now, VID, tagged_request),
+            Err(DropReason::VlanFiltered)
+        );
+        assert_eq!(sent(&mut lab, 4), [0, 0, 0, 0]);
     }
 }
