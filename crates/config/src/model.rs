@@ -517,6 +517,18 @@ impl Vlan {
     pub fn is_routed(&self) -> bool {
         matches!(self, Self::Routed)
     }
+
+    /// Whether the port is a member of VLAN `vlan_id` (tagged or not).
+    #[must_use]
+    pub fn contains(&self, vlan_id: u16) -> bool {
+        match self {
+            Self::Access { vlan_id: v } => *v == vlan_id,
+            Self::Trunk {
+                allowed_vlan_ids, ..
+            } => allowed_vlan_ids.contains(&vlan_id),
+            Self::Routed => false,
+        }
+    }
 }
 
 /// PFC watchdog action on a storm (`PFC_WD|<port>.action`).

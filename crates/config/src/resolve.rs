@@ -415,14 +415,6 @@ impl Resolver<'_, '_> {
                     ),
                 );
             }
-            self.d.warning(
-                &path,
-                format!(
-                    "the dataplane routes for {name}, but headroom does not create its host \
-                     interface (TAP) yet: the kernel cannot answer ARP for the gateway address, \
-                     and no neighbour or route leads into VLAN {vlan_id} (docs/config.md)"
-                ),
-            );
             out.push(VlanInterface {
                 name: name.clone(),
                 vlan_id,

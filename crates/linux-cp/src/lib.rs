@@ -52,13 +52,17 @@ use std::time::Duration;
 pub const POLL_DATAGRAMS: usize = 1024;
 
 /// Settings of the mirror.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinuxCpConfig {
     /// Receive buffer of the notification socket, bytes (forced past `net.core.rmem_max` when
     /// the process may). A burst of notifications beyond it is an overrun, repaired by a resync.
     pub netlink_receive_buffer_bytes: usize,
     /// The FIB's sizes and hash.
     pub fib: FibConfig,
+    /// VLAN interfaces (SVIs): (host interface name, VLAN, a member port). Routes and
+    /// neighbours on them become next hops in that VLAN (`NextHop::Resolved { vlan: Some(..) }`,
+    /// the port only a placeholder: the dataplane goes by its MAC table).
+    pub vlan_interfaces: Vec<(String, u16, PortId)>,
 }
 
 impl Default for LinuxCpConfig {
@@ -66,6 +70,7 @@ impl Default for LinuxCpConfig {
         Self {
             netlink_receive_buffer_bytes: 8 << 20,
             fib: FibConfig::default(),
+            vlan_interfaces: Vec::new(),
         }
     }
 }
@@ -131,7 +136,9 @@ impl LinuxCp {
     ) -> Result<Self, LinuxCpError> {
         let notifications = Notifications::open(config.netlink_receive_buffer_bytes)?;
         let requests = RequestSocket::open()?;
-        let mirror = Mirror::new(ports, config.fib).map_err(LinuxCpError::Fib)?;
+        let mirror = Mirror::new(ports, config.fib)
+            .map_err(LinuxCpError::Fib)?
+            .with_vlan_interfaces(config.vlan_interfaces);
         let mut cp = Self {
             notifications,
             requests,

@@ -115,6 +115,9 @@ pub struct Mirror {
     model: KernelModel,
     ports_by_name: HashMap<String, PortId>,
     port_of_ifindex: HashMap<u32, PortId>,
+    /// VLAN interfaces by name: their VLAN and the placeholder port of their next hops.
+    vlans_by_name: HashMap<String, (u16, PortId)>,
+    vlan_of_ifindex: HashMap<u32, u16>,
     fib: FibBuilder,
     hops: HashMap<HopKey, (NextHopId, usize)>,
     hop_keys: HashMap<NextHopId, HopKey>,
@@ -160,6 +163,8 @@ impl Mirror {
             model: KernelModel::default(),
             ports_by_name: ports.into_iter().collect(),
             port_of_ifindex: HashMap::new(),
+            vlans_by_name: HashMap::new(),
+            vlan_of_ifindex: HashMap::new(),
             fib: FibBuilder::new(fib)?,
             hops: HashMap::new(),
             hop_keys: HashMap::new(),
@@ -169,6 +174,27 @@ impl Mirror {
             nhid_users: HashMap::new(),
             stats: MirrorStats::default(),
         })
+    }
+
+    /// The same mirror with VLAN interfaces (host interface name, VLAN, a member port as the
+    /// placeholder port of their next hops): routes and neighbours on them become next hops
+    /// in that VLAN. Before the first resync.
+    #[must_use]
+    pub fn with_vlan_interfaces(
+        mut self,
+        vlans: impl IntoIterator<Item = (String, u16, PortId)>,
+    ) -> Self {
+        self.vlans_by_name = vlans
+            .into_iter()
+            .map(|(name, vid, port)| (name, (vid, port)))
+            .collect();
+        self
+    }
+
+    /// The VLAN of an ifindex, if that interface is a VLAN interface.
+    #[must_use]
+    pub fn vlan_of(&self, ifindex: u32) -> Option<u16> {
+        self.vlan_of_ifindex.get(&ifindex).copied()
     }
 
     /// The FIB builder: publish from it ([`FibBuilder::publish`]).
@@ -270,7 +296,17 @@ impl Mirror {
             .model
             .links
             .values()
-            .filter_map(|l| self.ports_by_name.get(&l.name).map(|&p| (l.index, p)))
+            .filter_map(|l| {
+                let port = self.ports_by_name.get(&l.name).copied();
+                let svi = self.vlans_by_name.get(&l.name).map(|&(_, p)| p);
+                port.or(svi).map(|p| (l.index, p))
+            })
+            .collect();
+        self.vlan_of_ifindex = self
+            .model
+            .links
+            .values()
+            .filter_map(|l| self.vlans_by_name.get(&l.name).map(|&(v, _)| (l.index, v)))
             .collect();
         let mut prefixes: BTreeSet<Prefix> = self.installed.keys().copied().collect();
         prefixes.extend(self.model.routes.keys().copied());
@@ -451,13 +487,14 @@ impl Mirror {
                 .get(&(key.ifindex, gw))
                 .and_then(|n| n.usable_mac())
         });
+        let vlan = self.vlan_of(key.ifindex);
         match mac {
             Some(mac) => NextHop::Resolved {
                 port,
-                vlan: None,
+                vlan,
                 mac: MacAddress(mac),
             },
-            None => NextHop::Unresolved { port, vlan: None },
+            None => NextHop::Unresolved { port, vlan },
         }
     }
 
@@ -815,6 +852,74 @@ mod tests {
             .or_default()
             .insert(index);
         m.touched(Touched::Neighbour(index, n.addr));
+    }
+
+    #[test]
+    fn a_vlan_interfaces_neighbours_are_next_hops_in_its_vlan() {
+        let mut m = Mirror::new([("Ethernet0".to_owned(), PortId(0))], FibConfig::default())
+            .unwrap()
+            .with_vlan_interfaces([("Vlan1000".to_owned(), 1000, PortId(1))]);
+        let mut model = KernelModel::default();
+        for (index, name) in [(2, "Ethernet0"), (5, "Vlan1000")] {
+            model.links.insert(
+                index,
+                Link {
+                    index,
+                    name: name.to_owned(),
+                    mac: Some([2, 0, 0, 0, 0, index as u8]),
+                    up: true,
+                    lower_up: true,
+                },
+            );
+        }
+        model.addresses.insert(Address {
+            index: 5,
+            addr: ip("10.10.0.1"),
+            prefix_len: 24,
+        });
+        let connected = Route {
+            kind: RouteKind::Unicast,
+            protocol: 2,
+            nhid: None,
+            paths: vec![Path {
+                oif: 5,
+                gateway: None,
+                weight: 1,
+                dead: false,
+                linkdown: false,
+            }],
+        };
+        model
+            .routes
+            .entry(p4("10.10.0.0/24"))
+            .or_default()
+            .insert((0, 0), vec![connected]);
+        m.resync(model);
+        assert_eq!(m.vlan_of(5), Some(1000));
+        assert_eq!(m.vlan_of(2), None);
+        // The subnet gleans in the VLAN; a neighbour on it is a next hop in the VLAN.
+        let (RouteTarget::NextHop(glean), None) = m.installed(p4("10.10.0.0/24")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            m.fib().next_hop(glean),
+            Some(&NextHop::Unresolved {
+                port: PortId(1),
+                vlan: Some(1000)
+            })
+        );
+        neighbour(&mut m, 5, "10.10.0.2", Some([2, 0xcc, 0, 0, 0, 2]), 0x02);
+        let (RouteTarget::NextHop(host), None) = m.installed(p4("10.10.0.2/32")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            m.fib().next_hop(host),
+            Some(&NextHop::Resolved {
+                port: PortId(1),
+                vlan: Some(1000),
+                mac: MacAddress([2, 0xcc, 0, 0, 0, 2])
+            })
+        );
     }
 
     #[test]

@@ -435,18 +435,19 @@ impl ControlPlane {
     }
 
     /// One turn of the frames between the dataplane and the control plane: punted LLDP frames
-    /// to the LLDP agent (on ports where it runs), other punted frames to the routed ports' host
-    /// interfaces (what neither takes is counted unconsumed and dropped); the kernel's frames
+    /// to the LLDP agent (on ports where it runs), other punted frames to the routed ports' and
+    /// VLAN interfaces' host interfaces (what neither takes is counted unconsumed and dropped); the kernel's frames
     /// from the TAPs to the dataplane and its FIB to the lcores; the agent's timers, LLDPDUs
     /// (injected) and events (logged).
     pub fn pump_control_frames(&mut self, running: &mut Running) {
         let (host, lldp) = (&mut self.host, &mut self.lldp);
-        running.drain_punts_to(&mut |port, reason, frame| {
+        running.drain_punts_to(&mut |port, vlan, reason, frame| {
             if reason == headroom_core::punt::PuntReason::Lldp && lldp.owns(port) {
                 lldp.handle_punt(port, frame);
                 return true;
             }
-            host.as_mut().is_some_and(|h| h.deliver_punt(port, frame))
+            host.as_mut()
+                .is_some_and(|h| h.deliver_punt(port, vlan, frame))
         });
         if let Some(h) = host {
             h.pump(running);

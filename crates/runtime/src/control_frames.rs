@@ -29,16 +29,16 @@ pub const INJECT_MAX_BYTES: usize = 16 * 1024;
 
 /// The control thread's end of one lcore's punt ring, whatever the backend's frame type.
 pub trait PuntReceiver: Send {
-    /// Takes the oldest punted frame and shows it to `visit` (port, reason, bytes); whether
-    /// there was one. The frame's buffer goes back to its backend afterwards.
-    fn pop(&mut self, visit: &mut dyn FnMut(PortId, PuntReason, &[u8])) -> bool;
+    /// Takes the oldest punted frame and shows it to `visit` (port, VLAN interface, reason,
+    /// bytes); whether there was one. The frame's buffer goes back to its backend afterwards.
+    fn pop(&mut self, visit: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8])) -> bool;
 }
 
 impl<F: Frame> PuntReceiver for rtrb::Consumer<Punted<F>> {
-    fn pop(&mut self, visit: &mut dyn FnMut(PortId, PuntReason, &[u8])) -> bool {
+    fn pop(&mut self, visit: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8])) -> bool {
         match rtrb::Consumer::pop(self) {
             Ok(p) => {
-                visit(p.port, p.reason, p.frame.data());
+                visit(p.port, p.vlan, p.reason, p.frame.data());
                 true
             }
             Err(_) => false,
@@ -74,14 +74,14 @@ impl PuntRings {
     /// from the rings.
     pub fn drain_to(
         &mut self,
-        consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool,
+        consumer: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) -> bool,
     ) -> usize {
         let mut taken = 0;
         let mut dropped = 0;
         let unconsumed = &mut self.unconsumed;
         for ring in &mut self.rings {
-            while ring.pop(&mut |port, reason, frame| {
-                if !consumer(port, reason, frame) {
+            while ring.pop(&mut |port, vlan, reason, frame| {
+                if !consumer(port, vlan, reason, frame) {
                     unconsumed[reason.index()] += 1;
                     dropped += 1;
                 }
@@ -188,6 +188,25 @@ impl Injector {
         if port.index() >= self.ports {
             return Err(InjectError::UnknownPort(port));
         }
+        self.request(port, None, bytes)
+    }
+
+    /// Queues `bytes` (an untagged Ethernet frame without FCS) to be sent into VLAN `vid` for
+    /// its VLAN interface (`LcoreStep::inject_vlan`: the FDB's member port, or flooded to the
+    /// members). Never blocks.
+    ///
+    /// # Errors
+    /// As [`Injector::inject`].
+    pub fn inject_vlan(&mut self, vid: u16, bytes: &[u8]) -> Result<(), InjectError> {
+        self.request(PortId(0), Some(vid), bytes)
+    }
+
+    fn request(
+        &mut self,
+        port: PortId,
+        vlan: Option<u16>,
+        bytes: &[u8],
+    ) -> Result<(), InjectError> {
         if bytes.len() > INJECT_MAX_BYTES {
             return Err(InjectError::TooLong { len: bytes.len() });
         }
@@ -214,6 +233,7 @@ impl Injector {
         buffer.extend_from_slice(bytes);
         match self.requests.push(InjectRequest {
             port,
+            vlan,
             bytes: buffer,
         }) {
             Ok(()) => Ok(()),

@@ -2,20 +2,23 @@
 //! linux-cp's model; docs/operations.md "Routing").
 //!
 //! For every routed port the control thread owns a TAP named as the port with the port's
-//! (router) MAC and MTU, up, in its own network namespace ([`headroom_linux_cp::tap`]). Bridged
-//! ports get none: the kernel would inject its own IPv6 link-local chatter (router
-//! solicitations, MLD, DAD) into the L2 domain, and a bridged port has no address for the kernel
-//! to answer on until VLAN interfaces exist; their punted frames stay counted *unconsumed*.
+//! (router) MAC and MTU, up, in its own network namespace ([`headroom_linux_cp::tap`]), and one
+//! for every VLAN interface (SVI, `Vlan1000`: its MAC, the smallest MTU of the VLAN's members).
+//! Bridged ports get none: the kernel would inject its own IPv6 link-local chatter (router
+//! solicitations, MLD, DAD) into the L2 domain through each, and a bridged port has no address
+//! for the kernel to answer on (the VLAN interface has); their punted frames stay counted
+//! *unconsumed*.
 //!
 //! Per turn of the control loop (`ControlPlane::pump_control_frames`, then
 //! [`HostInterfaces::pump`]):
-//! 1. Punted frames of a port with a TAP are written to it ([`HostInterfaces::deliver_punt`],
-//!    non-blocking: a full TAP queue is a counted drop, `punt_tap_full`); frames of other ports
-//!    stay *unconsumed*. LLDP frames of a port whose LLDP agent runs are the agent's
-//!    ([`crate::lldp`]), not the TAP's.
+//! 1. Punted frames of a port with a TAP, or for a VLAN interface, are written to its TAP
+//!    ([`HostInterfaces::deliver_punt`], non-blocking: a full TAP queue is a counted drop,
+//!    `punt_tap_full`); frames of other ports stay *unconsumed*. LLDP frames of a port whose
+//!    LLDP agent runs are the agent's ([`crate::lldp`]), not the TAP's.
 //! 2. Frames the kernel wrote to a TAP are read (at most [`INJECT_PER_TAP_PER_TURN`] per TAP)
 //!    and sent out of the port with [`Running::inject`] (the normal egress path: classified,
-//!    rate-limited, scheduled); a refusal is counted (`inject_refused`).
+//!    rate-limited, scheduled), a VLAN interface's into its VLAN with [`Running::inject_vlan`];
+//!    a refusal is counted (`inject_refused`).
 //! 3. The netlink mirror ([`LinuxCp`]) applies what the kernel announced, the FIB is published
 //!    when it changed and sent to every routing lcore ([`Running::send_fib`]); a publication
 //!    that must wait (an lcore still holds the spare copy) or a send an lcore's ring refused is
@@ -72,10 +75,12 @@ pub struct HostInterfaceCounters {
     pub read_errors: u64,
 }
 
-/// One host interface.
+/// One host interface: a routed port's, or a VLAN interface's (`vlan`; then `port` is only
+/// the placeholder port of its next hops).
 #[derive(Debug)]
 struct HostPort {
     port: PortId,
+    vlan: Option<u16>,
     tap: TapInterface,
     mac: [u8; 6],
     mtu: u32,
@@ -134,6 +139,34 @@ fn wanted(config: &Config) -> Vec<(PortId, String, [u8; 6], u32)> {
         .collect()
 }
 
+/// What a configuration's VLAN interfaces' host interfaces are: (VLAN, name, MAC, MTU, the
+/// placeholder port of their next hops). The MTU is the smallest of the VLAN's member ports
+/// (what a routed packet flooded to all of them must fit), the placeholder its first member.
+fn wanted_vlans(config: &Config) -> Vec<(u16, String, [u8; 6], u32, PortId)> {
+    config
+        .vlan_interfaces
+        .iter()
+        .map(|v| {
+            let members = || {
+                config
+                    .ports
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.vlan.contains(v.vlan_id))
+            };
+            let mtu = members().map(|(_, p)| p.mtu_bytes).min().unwrap_or(1500);
+            let first = members().map(|(i, _)| i).next().unwrap_or(0);
+            (
+                v.vlan_id,
+                v.name.clone(),
+                v.mac,
+                mtu,
+                PortId(u16::try_from(first).unwrap_or(u16::MAX)),
+            )
+        })
+        .collect()
+}
+
 impl HostInterfaces {
     /// Creates the TAPs of `config`'s routed ports in the calling thread's namespace, then
     /// opens the netlink mirror with them (after, so that their links are in its first dump).
@@ -144,7 +177,8 @@ impl HostInterfaces {
     /// netlink failed; the message names the port.
     pub fn open(config: &Config) -> Result<Option<Self>, String> {
         let wanted = wanted(config);
-        if wanted.is_empty() {
+        let vlans = wanted_vlans(config);
+        if wanted.is_empty() && vlans.is_empty() {
             return Ok(None);
         }
         for (port, _, _, _) in &wanted {
@@ -161,6 +195,20 @@ impl HostInterfaces {
             by_port[port.index()] = Some(ports.len());
             ports.push(HostPort {
                 port: *port,
+                vlan: None,
+                tap,
+                mac: *mac,
+                mtu: *mtu,
+                counters: HostInterfaceCounters::default(),
+            });
+        }
+        for (vid, name, mac, mtu, placeholder) in &vlans {
+            let tap = TapInterface::create(name, MacAddress(*mac), Some(*mtu))
+                .map_err(|e| format!("VLAN interface {name}: cannot create its TAP: {e}"))?;
+            tracing::info!(interface = %name, ifindex = tap.ifindex(), vlan = vid, "VLAN interface created");
+            ports.push(HostPort {
+                port: *placeholder,
+                vlan: Some(*vid),
                 tap,
                 mac: *mac,
                 mtu: *mtu,
@@ -173,6 +221,10 @@ impl HostInterfaces {
             )
             .unwrap_or(usize::MAX),
             fib: config.fib_config(),
+            vlan_interfaces: vlans
+                .iter()
+                .map(|(vid, name, _, _, port)| (name.clone(), *vid, *port))
+                .collect(),
         };
         let linux_cp = LinuxCp::open(
             wanted
@@ -200,12 +252,26 @@ impl HostInterfaces {
     #[must_use]
     pub fn fits(&self, config: &Config) -> bool {
         let wanted = wanted(config);
-        wanted.len() == self.ports.len()
+        let vlans = wanted_vlans(config);
+        let (routed, svis): (Vec<&HostPort>, Vec<&HostPort>) =
+            self.ports.iter().partition(|h| h.vlan.is_none());
+        wanted.len() == routed.len()
             && wanted
                 .iter()
-                .zip(&self.ports)
+                .zip(&routed)
                 .all(|((port, name, mac, mtu), h)| {
                     *port == h.port && name == h.tap.name() && *mac == h.mac && *mtu == h.mtu
+                })
+            && vlans.len() == svis.len()
+            && vlans
+                .iter()
+                .zip(&svis)
+                .all(|((vid, name, mac, mtu, port), h)| {
+                    h.vlan == Some(*vid)
+                        && name == h.tap.name()
+                        && *mac == h.mac
+                        && *mtu == h.mtu
+                        && *port == h.port
                 })
             && self.by_port.len() == config.ports.len()
     }
@@ -234,11 +300,13 @@ impl HostInterfaces {
         self.fib
     }
 
-    /// Every host interface: port, name, counters.
-    pub fn interfaces(&self) -> impl Iterator<Item = (PortId, &str, HostInterfaceCounters)> {
+    /// Every host interface: port (a VLAN interface: `None`), name, counters.
+    pub fn interfaces(
+        &self,
+    ) -> impl Iterator<Item = (Option<PortId>, &str, HostInterfaceCounters)> {
         self.ports
             .iter()
-            .map(|h| (h.port, h.tap.name(), h.counters))
+            .map(|h| (h.vlan.is_none().then_some(h.port), h.tap.name(), h.counters))
     }
 
     /// Sets the carrier of `port`'s host interface to the port's link state (`TUNSETCARRIER`):
@@ -287,10 +355,14 @@ impl HostInterfaces {
         self.mirror_fib(running);
     }
 
-    /// Writes a punted frame of `port` to its TAP; `false` when the port has none (the frame
-    /// stays unconsumed).
-    pub fn deliver_punt(&mut self, port: PortId, frame: &[u8]) -> bool {
-        let Some(&Some(i)) = self.by_port.get(port.index()) else {
+    /// Writes a punted frame of `port` (for the VLAN interface of `vlan`, when it carries one)
+    /// to its TAP; `false` when there is none (the frame stays unconsumed).
+    pub fn deliver_punt(&mut self, port: PortId, vlan: Option<u16>, frame: &[u8]) -> bool {
+        let target = match vlan {
+            Some(v) => self.ports.iter().position(|h| h.vlan == Some(v)),
+            None => self.by_port.get(port.index()).copied().flatten(),
+        };
+        let Some(i) = target else {
             return false;
         };
         let h = &mut self.ports[i];
@@ -312,7 +384,10 @@ impl HostInterfaces {
             for _ in 0..INJECT_PER_TAP_PER_TURN {
                 match h.tap.read_frame(&mut self.buffer) {
                     Ok(None) => break,
-                    Ok(Some(len)) => match running.inject(h.port, &self.buffer[..len]) {
+                    Ok(Some(len)) => match match h.vlan {
+                        Some(vid) => running.inject_vlan(vid, &self.buffer[..len]),
+                        None => running.inject(h.port, &self.buffer[..len]),
+                    } {
                         Ok(()) => h.counters.inject_frames += 1,
                         Err(_) => h.counters.inject_refused += 1,
                     },
@@ -412,7 +487,7 @@ fn quiet_port_device(device: &str) {
 pub fn reconcile(current: &mut Option<HostInterfaces>, config: &Config) -> Result<(), String> {
     let fits = match current {
         Some(h) => h.fits(config),
-        None => !config.has_routed_ports(),
+        None => !config.has_routed_ports() && config.vlan_interfaces.is_empty(),
     };
     if !fits {
         // Close the old TAPs first: the new ones may take their names.
@@ -464,6 +539,10 @@ impl HostInterfaces {
         let hop = |id: NextHopId, weight: Option<u32>| -> Option<IpRouteNextHop> {
             let next_hop = fib.next_hop(id)?;
             let port = next_hop.port()?;
+            let vlan = match *next_hop {
+                NextHop::Resolved { vlan, .. } | NextHop::Unresolved { vlan, .. } => vlan,
+                _ => None,
+            };
             let mac = match next_hop {
                 NextHop::Resolved { mac, .. } => Some(mac_text(mac.0)),
                 _ => None,
@@ -473,7 +552,7 @@ impl HostInterfaces {
                     .hop_key(id)
                     .and_then(|k| k.gateway)
                     .map(|g| g.to_string()),
-                interface: port_name(port),
+                interface: vlan.map_or_else(|| port_name(port), |v| format!("Vlan{v}")),
                 mac,
                 weight,
             })
@@ -563,10 +642,13 @@ impl HostInterfaces {
                     address: n.addr.to_string(),
                     family: if n.addr.is_ipv4() { "ipv4" } else { "ipv6" }.to_owned(),
                     mac: n.mac.map(mac_text),
-                    interface: names
-                        .get(port.index())
-                        .cloned()
-                        .unwrap_or_else(|| port.to_string()),
+                    interface: match mirror.vlan_of(n.index) {
+                        Some(v) => format!("Vlan{v}"),
+                        None => names
+                            .get(port.index())
+                            .cloned()
+                            .unwrap_or_else(|| port.to_string()),
+                    },
                     state: n.state_name().to_owned(),
                     resolved: n.usable_mac().is_some(),
                 })
@@ -584,7 +666,8 @@ impl HostInterfaces {
     ) -> Vec<HostInterfaceRow> {
         self.interfaces()
             .map(|(port, name, c)| {
-                let s = stats(port);
+                // A VLAN interface's routed traffic is counted on its member ports.
+                let s = port.map(stats).unwrap_or_default();
                 HostInterfaceRow {
                     interface: name.to_owned(),
                     punt_frames: c.punt_frames,

@@ -112,6 +112,8 @@ pub enum LcoreReply {
 #[derive(Debug)]
 pub(crate) struct InjectRequest {
     pub(crate) port: PortId,
+    /// Into this VLAN, for its VLAN interface (`port` unused), instead of out of `port`.
+    pub(crate) vlan: Option<u16>,
     pub(crate) bytes: Vec<u8>,
 }
 
@@ -305,7 +307,12 @@ where
         };
         let mut taken = 0;
         while taken < INJECT_PER_ITERATION {
-            let Ok(InjectRequest { port, mut bytes }) = channel.requests.pop() else {
+            let Ok(InjectRequest {
+                port,
+                vlan,
+                mut bytes,
+            }) = channel.requests.pop()
+            else {
                 break;
             };
             taken += 1;
@@ -326,7 +333,10 @@ where
                 Some(frame) => {
                     bump(&self.stats.injected, 1);
                     // Refusals are counted by the core, per port and reason.
-                    let _ = self.step.inject(now, port, frame);
+                    let _ = match vlan {
+                        Some(vid) => self.step.inject_vlan(now, vid, frame).map(|_| ()),
+                        None => self.step.inject(now, port, frame),
+                    };
                 }
                 None => bump(&self.stats.inject_no_buffer, 1),
             }

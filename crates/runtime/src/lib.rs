@@ -485,6 +485,18 @@ impl Running {
         self.injector.as_ref().map_or(0, Injector::pending)
     }
 
+    /// Queues a frame of VLAN `vid`'s VLAN interface to be sent into the VLAN (see
+    /// [`Injector::inject_vlan`]).
+    ///
+    /// # Errors
+    /// See [`InjectError`].
+    pub fn inject_vlan(&mut self, vid: u16, bytes: &[u8]) -> Result<(), InjectError> {
+        self.injector
+            .as_mut()
+            .ok_or(InjectError::NoInjectLcore)?
+            .inject_vlan(vid, bytes)
+    }
+
     /// Inject requests refused because the ring towards the lcore was full.
     #[must_use]
     pub fn inject_ring_full(&self) -> u64 {
@@ -494,15 +506,15 @@ impl Running {
     /// Takes the frames the lcores punted to the control plane and drops them, counted
     /// ([`Running::punted_unconsumed`]): for a switch without host interfaces. Returns how many.
     pub fn drain_punts(&mut self) -> usize {
-        self.punts.drain_to(&mut |_, _, _| false)
+        self.punts.drain_to(&mut |_, _, _, _| false)
     }
 
-    /// Takes the frames the lcores punted and shows each to `consumer` (port, reason, bytes);
-    /// those it does not take (returns `false`: the port has no host interface) are counted
+    /// Takes the frames the lcores punted and shows each to `consumer` (port, VLAN interface, reason,
+    /// bytes); those it does not take (returns `false`: the port has no host interface) are counted
     /// unconsumed. Returns how many were taken from the rings.
     pub fn drain_punts_to(
         &mut self,
-        consumer: &mut dyn FnMut(PortId, PuntReason, &[u8]) -> bool,
+        consumer: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) -> bool,
     ) -> usize {
         self.punts.drain_to(consumer)
     }
@@ -555,7 +567,7 @@ impl Running {
             }
         }
         // What the lcores punted last is counted too (and its buffers go back to the pool).
-        self.punts.drain_to(&mut |_, _, _| false);
+        self.punts.drain_to(&mut |_, _, _, _| false);
         for log in self
             .shared
             .ingress_events
