@@ -341,7 +341,7 @@ pub struct SwitchParams {
     /// Rate limit and buffer of frames the control plane injects ([`crate::inject`]).
     pub inject: InjectParams,
     /// VLAN interfaces (SVIs, SONiC's `VLAN_INTERFACE|Vlan1000`): routing between an L2 VLAN
-    /// and the FIB ([`crate::route_forward`]).
+    /// and the FIB (`route_forward`, a child of `ingress`).
     pub vlan_interfaces: Vec<VlanInterfaceParams>,
 }
 

@@ -7,7 +7,7 @@
 //! queued its notifications, so one drain of the socket after each command sees them.
 
 use headroom_afpacket::lab::NetnsGuard;
-use headroom_core::route::{Fib, FibConfig, NextHop, PublishError, RouteTarget};
+use headroom_core::route::{Fib, NextHop, PublishError, RouteTarget};
 use headroom_core::types::PortId;
 use headroom_linux_cp::{LinuxCp, LinuxCpConfig};
 use headroom_wire::ethernet::MacAddress;
@@ -411,7 +411,7 @@ fn routes_the_dataplane_cannot_forward_go_to_the_kernel() {
 fn an_overrun_is_counted_and_repaired_by_a_resync() {
     let mut s = switch_with(LinuxCpConfig {
         netlink_receive_buffer_bytes: 4096,
-        fib: FibConfig::default(),
+        ..LinuxCpConfig::default()
     });
     assert!(
         s.cp.receive_buffer_bytes() <= 16384,

@@ -27,15 +27,22 @@ pub const INJECT_RING_FRAMES: usize = 256;
 /// Longest frame [`Injector::inject`] takes, bytes (the core checks the port's MTU).
 pub const INJECT_MAX_BYTES: usize = 16 * 1024;
 
+/// What [`PuntReceiver::pop`] shows a punted frame to: port, VLAN interface, reason, bytes.
+pub type PuntVisit<'a> = dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) + 'a;
+
+/// What [`PuntRings::drain_to`] shows each punted frame to (as [`PuntVisit`]); `false`: not
+/// taken (counted unconsumed).
+pub type PuntConsumer<'a> = dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) -> bool + 'a;
+
 /// The control thread's end of one lcore's punt ring, whatever the backend's frame type.
 pub trait PuntReceiver: Send {
     /// Takes the oldest punted frame and shows it to `visit` (port, VLAN interface, reason,
     /// bytes); whether there was one. The frame's buffer goes back to its backend afterwards.
-    fn pop(&mut self, visit: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8])) -> bool;
+    fn pop(&mut self, visit: &mut PuntVisit<'_>) -> bool;
 }
 
 impl<F: Frame> PuntReceiver for rtrb::Consumer<Punted<F>> {
-    fn pop(&mut self, visit: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8])) -> bool {
+    fn pop(&mut self, visit: &mut PuntVisit<'_>) -> bool {
         match rtrb::Consumer::pop(self) {
             Ok(p) => {
                 visit(p.port, p.vlan, p.reason, p.frame.data());
@@ -74,7 +81,7 @@ impl PuntRings {
     /// from the rings.
     pub fn drain_to(
         &mut self,
-        consumer: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) -> bool,
+        consumer: &mut PuntConsumer<'_>,
     ) -> usize {
         let mut taken = 0;
         let mut dropped = 0;

@@ -514,7 +514,7 @@ impl Running {
     /// unconsumed. Returns how many were taken from the rings.
     pub fn drain_punts_to(
         &mut self,
-        consumer: &mut dyn FnMut(PortId, Option<u16>, PuntReason, &[u8]) -> bool,
+        consumer: &mut control_frames::PuntConsumer<'_>,
     ) -> usize {
         self.punts.drain_to(consumer)
     }
