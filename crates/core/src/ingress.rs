@@ -133,8 +133,16 @@ impl SviTable {
     }
 
     /// The SVI of VLAN `vid`, if it has one.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, vid: u16) -> Option<&SviEntry> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        self.get_slow(vid)
+    }
+
+    #[inline(never)]
+    fn get_slow(&self, vid: u16) -> Option<&SviEntry> {
         if vid >= 4096 || self.vids[usize::from(vid / 64)] & (1 << (vid % 64)) == 0 {
             return None;
         }
@@ -792,15 +800,16 @@ impl<F: Frame> IngressState<F> {
         // The VLAN's router interface (SVI): its router MAC is routed; ARP, ND and link-local
         // multicast of the VLAN are bridged as always, and a copy goes to the control plane.
         if let Some(svi) = self.svi.get(vid) {
+            // (`get` is one test of a flag when the switch has no VLAN interface.)
             if dst.0 == svi.mac {
-                return self.route_unicast(
+                return self.route_from_vlan(
                     ctx,
                     view,
                     counters,
                     mitigations,
                     now,
                     port,
-                    Some(vid),
+                    vid,
                     &l2,
                     frame,
                     len,

@@ -146,10 +146,43 @@ impl<F: Frame> IngressState<F> {
         );
     }
 
+    /// [`IngressState::route_unicast`] for a frame to a VLAN interface's router MAC, received
+    /// in `vid` on a member port. Out of line: the routed port's copy stays inlined, and the
+    /// L2 path only pays the call.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn route_from_vlan(
+        &mut self,
+        ctx: &Ctx<'_>,
+        view: &PortView,
+        counters: &IngressPortCounters,
+        mitigations: PortMitigations<'_>,
+        now: Instant,
+        port: PortId,
+        vid: u16,
+        l2: &L2Header,
+        frame: F,
+        len: usize,
+    ) {
+        self.route_unicast(
+            ctx,
+            view,
+            counters,
+            mitigations,
+            now,
+            port,
+            Some(vid),
+            l2,
+            frame,
+            len,
+        );
+    }
+
     /// Steps 3 (what is to the router MAC) to 7 for a frame to a router MAC: a routed port's
     /// (`in_vlan` `None`) or a VLAN interface's (`in_vlan` its VLAN: received on a member port,
     /// possibly tagged; what is punted goes to that VLAN's host interface).
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn route_unicast(
         &mut self,
@@ -180,33 +213,14 @@ impl<F: Frame> IngressState<F> {
         // FDB knows the neighbour on (the next hop's port is not consulted: stations move),
         // flooded to the VLAN's members while it knows none. A next hop the ports cannot
         // carry (no VLAN on an L2 port, a VLAN no port is in) is never sent wrongly: dropped.
+        let out_view = &ctx.views[out.index()];
         let (egress, vid, src_mac, max_payload) = match vlan {
-            None if ctx.views[out.index()].routed => {
-                let out_view = &ctx.views[out.index()];
-                (Some(out), 0, out_view.mac, out_view.max_payload)
-            }
+            None if out_view.routed => (Some(out), 0, out_view.mac, out_view.max_payload),
+            Some(v) => match self.vlan_egress(ctx, now, out, v, mac) {
+                Some(e) => e,
+                None => return drop_frame(counters, DropReason::VlanFiltered, frame),
+            },
             None => return drop_frame(counters, DropReason::VlanFiltered, frame),
-            Some(v) => {
-                let svi = self.svi.get(v).copied();
-                match self.fdb.fdb.lookup(v, mac, now) {
-                    Some(p) if ctx.views[p.index()].member(v) => {
-                        let out_view = &ctx.views[p.index()];
-                        let src = svi.map_or(out_view.mac, |s| s.mac);
-                        (Some(p), v, src, out_view.max_payload)
-                    }
-                    Some(_) => return drop_frame(counters, DropReason::VlanFiltered, frame),
-                    None => match svi {
-                        Some(s) if s.max_payload > 0 => (None, v, s.mac, s.max_payload),
-                        // No SVI: the next hop's port, if it is in the VLAN (a FIB built
-                        // without one, as the core tests do).
-                        None if ctx.views[out.index()].member(v) => {
-                            let out_view = &ctx.views[out.index()];
-                            (Some(out), v, out_view.mac, out_view.max_payload)
-                        }
-                        _ => return drop_frame(counters, DropReason::VlanFiltered, frame),
-                    },
-                }
-            }
         };
         // Step 6's MTU check: the IP packet must fit the egress port's MTU (the smallest of
         // the VLAN's members when flooded).
@@ -257,6 +271,40 @@ impl<F: Frame> IngressState<F> {
         out_counters.rif_out_packets.inc();
         out_counters.rif_out_octets.add(len as u64);
         self.forward(ctx, view, counters, now, &meta, out, frame, len);
+    }
+
+    /// Where a packet routed to a next hop in VLAN `v` (neighbour `mac`, next-hop port `out`)
+    /// leaves: (the port, `None` to flood the VLAN; VID; source MAC; the MTU it must fit), or
+    /// `None` when no port can carry it. Out of line: routed ports never call it.
+    #[cold]
+    #[inline(never)]
+    fn vlan_egress(
+        &self,
+        ctx: &Ctx<'_>,
+        now: Instant,
+        out: PortId,
+        v: u16,
+        mac: [u8; 6],
+    ) -> Option<(Option<PortId>, u16, [u8; 6], usize)> {
+        let svi = self.svi.get(v).copied();
+        match self.fdb.fdb.lookup(v, mac, now) {
+            Some(p) if ctx.views[p.index()].member(v) => {
+                let out_view = &ctx.views[p.index()];
+                let src = svi.map_or(out_view.mac, |s| s.mac);
+                Some((Some(p), v, src, out_view.max_payload))
+            }
+            Some(_) => None,
+            None => match svi {
+                Some(s) if s.max_payload > 0 => Some((None, v, s.mac, s.max_payload)),
+                // No SVI: the next hop's port, if it is in the VLAN (a FIB built without one,
+                // as the core tests do).
+                None if ctx.views[out.index()].member(v) => {
+                    let out_view = &ctx.views[out.index()];
+                    Some((Some(out), v, out_view.mac, out_view.max_payload))
+                }
+                _ => None,
+            },
+        }
     }
 
     /// A multicast or broadcast frame bridged in `vid`, which has a VLAN interface: a copy of

@@ -79,10 +79,7 @@ impl PuntRings {
     /// Takes every punted frame waiting and shows it to `consumer`; each it does not take
     /// (`false`) is counted as unconsumed (by reason) and dropped. Returns how many were taken
     /// from the rings.
-    pub fn drain_to(
-        &mut self,
-        consumer: &mut PuntConsumer<'_>,
-    ) -> usize {
+    pub fn drain_to(&mut self, consumer: &mut PuntConsumer<'_>) -> usize {
         let mut taken = 0;
         let mut dropped = 0;
         let unconsumed = &mut self.unconsumed;

@@ -512,10 +512,7 @@ impl Running {
     /// Takes the frames the lcores punted and shows each to `consumer` (port, VLAN interface, reason,
     /// bytes); those it does not take (returns `false`: the port has no host interface) are counted
     /// unconsumed. Returns how many were taken from the rings.
-    pub fn drain_punts_to(
-        &mut self,
-        consumer: &mut control_frames::PuntConsumer<'_>,
-    ) -> usize {
+    pub fn drain_punts_to(&mut self, consumer: &mut control_frames::PuntConsumer<'_>) -> usize {
         self.punts.drain_to(consumer)
     }
 
