@@ -54,6 +54,12 @@ impl TwoRouters {
     /// the hosts' addresses and routes via their switch, and turns IP forwarding on and IPv6
     /// off in the switches' namespaces.
     pub fn up(tag: &str) -> Self {
+        Self::up_with(tag, false)
+    }
+
+    /// [`TwoRouters::up`], with IPv6 on in the switches' namespaces (forwarding too) when
+    /// `ipv6` (the hosts have it on either way; nothing gives them IPv6 addresses here).
+    pub fn up_with(tag: &str, ipv6: bool) -> Self {
         let lock = TestLock::acquire();
         let rig = Self {
             prefix: format!("e2e-{}-{tag}", std::process::id()),
@@ -106,16 +112,16 @@ impl TwoRouters {
             rig.run(host, "ip", &["route", "add", other, "via", via]);
         }
         for switch in SWITCHES {
-            // IPv6 off: the TAPs' link-local chatter is not what these tests look at.
-            rig.run(
-                switch,
-                "sh",
-                &[
-                    "-c",
-                    "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; \
-                     echo 1 > /proc/sys/net/ipv4/ip_forward",
-                ],
-            );
+            // IPv6 off unless asked for: the TAPs' link-local chatter is not what the IPv4
+            // tests look at.
+            let sysctls = if ipv6 {
+                "echo 1 > /proc/sys/net/ipv6/conf/all/forwarding; \
+                 echo 1 > /proc/sys/net/ipv4/ip_forward"
+            } else {
+                "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; \
+                 echo 1 > /proc/sys/net/ipv4/ip_forward"
+            };
+            rig.run(switch, "sh", &["-c", sysctls]);
         }
         rig
     }
