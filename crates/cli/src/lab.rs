@@ -13,6 +13,7 @@
 
 mod config;
 pub(crate) mod fabric;
+mod host_dcbx;
 mod incast;
 pub(crate) mod monitor;
 
@@ -86,6 +87,11 @@ struct UpArgs {
     /// switch sends no LLDPDUs to the hosts. (With `--config`, that file's `[lldp]` applies.)
     #[arg(long)]
     no_lldp: bool,
+    /// The DCBX agent the hosts run: `lldpad` (willing, LLDP rx/tx on eth0) or `none`.
+    /// Default: lldpad when the switch runs LLDP (none with --no-lldp, or when lldpad is not
+    /// installed). Running the lab again keeps, starts or stops them to match.
+    #[arg(long, value_enum, value_name = "AGENT")]
+    host_dcbx: Option<host_dcbx::HostDcbx>,
     /// Write the generated configuration to this file (default: /run/headroom/P-lab.toml).
     #[arg(long, value_name = "PATH", conflicts_with = "config")]
     write_config: Option<PathBuf>,
@@ -262,7 +268,34 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
             )));
         }
     }
+    let host_dcbx = match args.host_dcbx {
+        Some(host_dcbx::HostDcbx::Lldpad) => {
+            for tool in ["lldpad", "lldptool", "unshare", "setsid"] {
+                if find_on_path(tool).is_none() {
+                    return Err(LabError::Refused(format!(
+                        "--host-dcbx lldpad: {tool}: not found — apt install {}",
+                        if tool.starts_with("lldp") { "lldpad" } else { "util-linux" }
+                    )));
+                }
+            }
+            host_dcbx::HostDcbx::Lldpad
+        }
+        Some(host_dcbx::HostDcbx::None) => host_dcbx::HostDcbx::None,
+        None if config.lldp.enabled => {
+            if find_on_path("lldpad").is_some() && find_on_path("lldptool").is_some() {
+                host_dcbx::HostDcbx::Lldpad
+            } else {
+                println!(
+                    "note: lldpad: not found — apt install lldpad (the hosts run no DCBX agent)"
+                );
+                host_dcbx::HostDcbx::None
+            }
+        }
+        None => host_dcbx::HostDcbx::None,
+    };
     build(&spec)?;
+    let hosts: Vec<String> = (0..spec.hosts).map(|i| spec.host_namespace(i)).collect();
+    host_dcbx::ensure(&hosts, host_dcbx)?;
     if args.config.is_none() {
         write_config(&config_path, &generated)?;
     }
@@ -282,6 +315,7 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
         args.no_switch,
         metrics_addr,
         monitor.as_ref(),
+        host_dcbx,
     );
     print_missing_tools();
     if args.no_switch {
@@ -516,6 +550,8 @@ fn build(spec: &LabSpec) -> Result<(), LabError> {
             .and_then(|n| n.parse::<usize>().ok())
             .is_some_and(|n| n >= spec.hosts);
         if extra {
+            host_dcbx::stop(&name)?;
+            host_dcbx::remove_files(&name)?;
             ip(&["netns", "del", &name], None)?;
         }
     }
@@ -650,6 +686,7 @@ fn print_usage(
     no_switch: bool,
     metrics: Option<SocketAddr>,
     monitor: Option<&monitor::Monitor>,
+    host_dcbx: host_dcbx::HostDcbx,
 ) {
     let p = &spec.prefix;
     let speed_mbps = config.ports.first().map_or(0, |port| port.speed_mbps);
@@ -692,9 +729,16 @@ fn print_usage(
   ip netns exec {h1} iperf3 -s -D; ip netns exec {h0} iperf3 -c {ip1} --tos 0x0c   # TCP on lossless priority 3
   ip netns exec {h0} nstat -az TcpExtTCPDeliveredCE                # segments the receiver echoed as CE-marked"
     );
-    if spec.lldp {
+    if config.lldp.enabled {
         println!(
             "  headroom show lldp neighbors; headroom show dcbx                # what the hosts' LLDP agents (lldpad, lldpd) tell the switch"
+        );
+    }
+    if host_dcbx == host_dcbx::HostDcbx::Lldpad {
+        println!(
+            "  ip netns exec {h0} lldptool -t -n -i {HOST_DEVICE} -V PFC              # h0's lldpad: the switch's PFC, as its peer's
+  ip netns exec {h0} lldptool -t -n -i {HOST_DEVICE} -V APP              # ... and its APP table (RoCEv2, UDP 4791)
+  ip netns exec {h0} lldptool -t -i {HOST_DEVICE} -V PFC -c enabled      # what h0 itself runs (a veth: none)"
         );
     }
     if spec.hosts >= 3 {
@@ -754,6 +798,8 @@ fn down_inner(args: &DownArgs) -> Result<(), LabError> {
     check_privileges()?;
     let names = lab_namespaces(&args.prefix);
     for name in &names {
+        host_dcbx::stop(name)?;
+        host_dcbx::remove_files(name)?;
         if let Some(pids) = namespace_pids(name)?.filter(|p| !p.is_empty()) {
             eprintln!(
                 "note: processes still run in {name} (pid {}); the namespace lives on until \
