@@ -7,10 +7,12 @@
 //!   carry an 802.1Qaz PFC Configuration and APP): `headroom show dcbx` reports the mismatch
 //!   and the switch logs it once, whatever lldpd resends; when the switch stops, its TTL-0
 //!   LLDPDU makes lldpd forget it at once.
-//! * lldpad in h1, willing: `lldptool -t -n -i eth0 -V PFC` (the peer view) shows the switch's
-//!   `pfc_enable`, `-V APP` the RoCEv2 entry (UDP 4791 → priority 3); lldpad refuses DCB on the
-//!   veth (its log and lldptool's "Device not capable" are printed, and used as the oracle for
-//!   what it could adopt); the switch lists lldpad as its neighbour (plain LLDP: `no-dcbx`).
+//! * the lab's own lldpad (`headroom lab --host-dcbx lldpad`: every host, willing), seen from
+//!   h1: `lldptool -t -n -i eth0 -V PFC` (the peer view) shows the switch's `pfc_enable`,
+//!   `-V APP` the RoCEv2 entry (UDP 4791 → priority 3); lldpad refuses DCB on the veth (its log,
+//!   lldptool's "Device not capable" and the lab's one-line note are the oracle for what it
+//!   could adopt); the switch lists both hosts' lldpad as neighbours (plain LLDP: `no-dcbx`);
+//!   re-running the lab restarts a dead lldpad and keeps a live one; `lab down` stops them all.
 //!
 //! * a routed port gives its punted LLDP to the agent (a neighbour, nothing on its host
 //!   interface); one whose `lldp_admin_status` is `disabled` gives it to its host interface.
@@ -369,82 +371,53 @@ fn lldpd_sees_the_switch_the_switch_sees_lldpd_and_judges_its_dcbx_once() {
     eprintln!("took {:?}", started.elapsed());
 }
 
+/// The lldpad processes in host `i` of `lab` (zombies excluded).
+fn lldpad_pids(lab: &Lab, i: usize) -> Vec<u32> {
+    let out = Command::new("ip")
+        .args(["netns", "pids", &lab.host_ns(i)])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|&pid| alive_lldpad(pid))
+        .collect()
+}
+
+/// Whether `pid` is a live (not zombie) lldpad.
+fn alive_lldpad(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.split_once('(')
+        .and_then(|(_, rest)| rest.rsplit_once(')'))
+        .is_some_and(|(comm, rest)| comm == "lldpad" && !rest.trim_start().starts_with('Z'))
+}
+
 #[test]
 fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpad() {
-    require(&["lldpad", "lldptool", "unshare"]);
+    require(&["lldpad", "lldptool", "unshare", "setsid"]);
     let started = Instant::now();
-    let mut lab = Lab::up(2, "1G");
-    lab.lldp = true;
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("lldpad.conf");
-    // lldpad keeps per-interface state, the chassis ID included, in /dev/shm/lldpad.state,
-    // shared by every lldpad on the machine whatever its network namespace: a private /dev/shm
-    // (mount and IPC namespaces), no PID file, its own configuration file.
-    let command = format!(
-        "mount -t tmpfs lldpad-shm /dev/shm && exec lldpad -t -V 7 -p -f {}",
-        conf.display()
-    );
-    let lldpad = Daemon::spawn(
-        &lab,
-        1,
-        dir.path().join("lldpad.log"),
-        "unshare",
-        &[
-            "--ipc",
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            &command,
-        ],
-    );
-    assert!(
-        eventually(WAIT, || lab
-            .host_cmd(1, "lldptool", &["-p"])
-            .output()
-            .unwrap()
-            .status
-            .success()),
-        "lldpad did not start:\n{}",
-        lldpad.log()
-    );
+    // `headroom lab --host-dcbx lldpad`: lldpad in every host, configured as a user does on a
+    // host with a DCB-capable NIC (docs/operations.md): LLDP rx/tx, ETS, PFC and APP advertised
+    // and willing.
+    let lab = Lab::up_with_lldpad(2, "1G");
     let lldptool = |args: &[&str]| host(&lab, 1, "lldptool", args);
-    // What a user does on a host with a DCB-capable NIC (docs/operations.md): LLDP on, the
-    // 802.1Qaz TLVs advertised, willing.
-    let mut host_side = Vec::new();
-    for args in [
-        &["-L", "-i", HOST_DEVICE, "adminStatus=rxtx"][..],
-        &[
-            "-T",
-            "-i",
-            HOST_DEVICE,
-            "-V",
-            "ETS-CFG",
-            "enableTx=yes",
-            "willing=yes",
-        ],
-        &[
-            "-T",
-            "-i",
-            HOST_DEVICE,
-            "-V",
-            "PFC",
-            "enableTx=yes",
-            "willing=yes",
-        ],
-        &["-T", "-i", HOST_DEVICE, "-V", "APP", "enableTx=yes"],
-    ] {
-        let out = lldptool(args);
-        eprintln!("lldptool {}: {}", args.join(" "), out.trim());
-        host_side.push(out);
-    }
+    let admin = lldptool(&["-l", "-i", HOST_DEVICE, "adminStatus"]);
+    assert!(admin.contains("adminStatus=rxtx"), "{admin}");
+    let pids: Vec<Vec<u32>> = (0..2).map(|i| lldpad_pids(&lab, i)).collect();
+    assert!(pids.iter().all(|p| p.len() == 1), "one lldpad per host: {pids:?}");
+    // Re-running the lab repairs: h0's lldpad killed, h1's kept (starting the switch below runs
+    // `headroom lab` again).
+    // SAFETY: kill(2) on the lldpad process listed in our lab's namespace; no memory involved.
+    unsafe { libc::kill(libc::pid_t::try_from(pids[0][0]).unwrap(), libc::SIGKILL) };
     assert!(
-        host_side[0].contains("adminStatus = rxtx"),
-        "{}",
-        host_side[0]
+        eventually(WAIT, || lldpad_pids(&lab, 0).is_empty()),
+        "h0's lldpad survived SIGKILL"
     );
     let switch = lab.start_switch();
+    let restarted = lldpad_pids(&lab, 0);
+    assert_eq!(restarted.len(), 1, "the lab did not restart h0's lldpad");
+    assert_ne!(restarted, pids[0]);
+    assert_eq!(lldpad_pids(&lab, 1), pids[1], "the lab restarted a running lldpad");
 
     // lldpad decodes the switch's PFC and APP as its peer's.
     let pfc = wait_output(
@@ -473,10 +446,12 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
     assert!(all.contains("Ifname: Ethernet1"), "{all}");
 
     // Adoption: where the interface lets it, a willing lldpad runs the switch's PFC. A veth
-    // has no DCB operations; lldpad says so in its log and refused every DCB setting above.
+    // has no DCB operations; lldpad says so in its log (the lab's, in /run/headroom) and
+    // refuses every DCB setting, which the lab reports in one line.
+    let log_path = PathBuf::from(format!("{RUN_DIR}/{}-lldpad.log", lab.host_ns(1)));
     let mut log = String::new();
     let _ = eventually(WAIT, || {
-        log = lldpad.log();
+        log = std::fs::read_to_string(&log_path).unwrap_or_default();
         log.contains("does not support DCB")
     });
     let dcb_lines: Vec<&str> = log
@@ -489,13 +464,18 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
         "lldptool -t -i eth0 -V PFC -c enabled: {}",
         local_pfc.trim()
     );
-    if log.contains("does not support DCB") {
-        assert!(
-            host_side[1..]
-                .iter()
-                .all(|o| o.contains("Device not capable")),
-            "lldpad says eth0 has no DCB but took a DCB setting: {host_side:?}"
-        );
+    let no_dcb = log.contains("does not support DCB");
+    let note = switch
+        .stdout()
+        .lines()
+        .filter(|l| l.contains("cannot apply DCB"))
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    if no_dcb {
+        assert_eq!(note.len(), 1, "one line about DCB: {}", switch.stdout());
+        assert!(note[0].contains(&lab.host_ns(1)), "{note:?}");
+        let willing = lldptool(&["-T", "-i", HOST_DEVICE, "-V", "PFC", "willing=yes"]);
+        assert!(willing.contains("Device not capable"), "{willing}");
         // Nor can it play an unwilling host with other priorities here (the lldpd test does,
         // with custom TLVs): lldpad sends no 802.1Qaz TLV on an interface without DCB.
         let unwilling = lldptool(&[
@@ -513,24 +493,28 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
         );
         assert!(unwilling.contains("Device not capable"), "{unwilling}");
     } else {
+        assert!(note.is_empty(), "{note:?}");
         assert!(
             local_pfc.contains("enabled=3,4"),
             "eth0 has DCB and lldpad is willing, but it did not adopt PFC 3,4: {local_pfc}"
         );
     }
 
-    // The switch decodes lldpad's LLDPDU (plain LLDP on a veth: no DCBX TLVs).
-    let h1 = mac_text(host_mac(1));
+    // The switch decodes lldpad's LLDPDU (plain LLDP on a veth: no DCBX TLVs), from both hosts.
     let mut view = Value::Null;
-    assert!(
-        eventually(WAIT, || {
-            view = headroom_json(&lab, &["show", "lldp", "neighbors"]);
-            view["neighbors"]
-                .as_array()
-                .is_some_and(|n| n.iter().any(|n| n["chassis_id"] == h1.as_str()))
-        }),
-        "no neighbour from lldpad: {view:#}"
-    );
+    for i in 0..2 {
+        let mac = mac_text(host_mac(i));
+        assert!(
+            eventually(WAIT, || {
+                view = headroom_json(&lab, &["show", "lldp", "neighbors"]);
+                view["neighbors"]
+                    .as_array()
+                    .is_some_and(|n| n.iter().any(|n| n["chassis_id"] == mac.as_str()))
+            }),
+            "no neighbour from h{i}'s lldpad: {view:#}"
+        );
+    }
+    let h1 = mac_text(host_mac(1));
     let n = view["neighbors"]
         .as_array()
         .unwrap()
@@ -550,15 +534,27 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
     eprintln!("headroom show dcbx Ethernet1 --json:\n{dcbx:#}");
     assert_eq!(
         dcbx[0]["status"],
-        if log.contains("does not support DCB") {
-            "no-dcbx"
-        } else {
-            "consistent"
-        },
+        if no_dcb { "no-dcbx" } else { "consistent" },
         "{dcbx:#}"
     );
     drop(switch.stop());
-    drop(lldpad);
+
+    // `headroom lab down` stops every lldpad of the lab and removes its files.
+    let running: Vec<u32> = (0..2).flat_map(|i| lldpad_pids(&lab, i)).collect();
+    assert_eq!(running.len(), 2, "{running:?}");
+    let down = Command::new(HEADROOM)
+        .args(["lab", "down", "--prefix", lab.prefix()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&down.stdout);
+    let err = String::from_utf8_lossy(&down.stderr);
+    assert!(down.status.success(), "{out}{err}");
+    assert!(!err.contains("processes still run"), "{err}");
+    assert!(
+        eventually(WAIT, || !running.iter().any(|&p| alive_lldpad(p))),
+        "lldpad outlived `headroom lab down`: {running:?}"
+    );
+    assert!(!log_path.exists(), "{} left behind", log_path.display());
     eprintln!("took {:?}", started.elapsed());
 }
 

@@ -126,12 +126,27 @@ pub struct Lab {
     /// The switch runs its LLDP agent (false by default in tests: the tests that count what
     /// a port sends must not see LLDPDUs; the LLDP tests set it).
     pub lldp: bool,
+    /// The hosts run the lab's lldpad (`--host-dcbx lldpad`; `none` by default in tests, for
+    /// the same reason: hosts that send LLDPDUs would add frames to every port's counters).
+    pub host_dcbx: bool,
     _lock: TestLock,
 }
 
 impl Lab {
     /// Takes the test lock and builds a lab of `hosts` hosts at `speed` with fresh names.
     pub fn up(hosts: usize, speed: &str) -> Self {
+        Self::build(hosts, speed, false)
+    }
+
+    /// As [`Lab::up`], with the switch's LLDP agent on and lldpad in every host (willing),
+    /// started by `headroom lab --host-dcbx lldpad`.
+    pub fn up_with_lldpad(hosts: usize, speed: &str) -> Self {
+        let mut lab = Self::build(hosts, speed, true);
+        lab.lldp = true;
+        lab
+    }
+
+    fn build(hosts: usize, speed: &str, host_dcbx: bool) -> Self {
         let lock = TestLock::acquire();
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let prefix = format!(
@@ -143,6 +158,7 @@ impl Lab {
         let lab = Self {
             spec,
             lldp: false,
+            host_dcbx,
             _lock: lock,
         };
         run_ok(Command::new(HEADROOM).args([
@@ -155,6 +171,8 @@ impl Lab {
             &hosts.to_string(),
             "--speed",
             speed,
+            "--host-dcbx",
+            if host_dcbx { "lldpad" } else { "none" },
         ]));
         lab
     }
@@ -387,6 +405,10 @@ impl Switch {
         } else if !lab.lldp {
             command.arg("--no-lldp");
         }
+        command.args([
+            "--host-dcbx",
+            if lab.host_dcbx { "lldpad" } else { "none" },
+        ]);
         command.args(extra);
         command
             .env("NO_COLOR", "1")
