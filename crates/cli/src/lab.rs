@@ -274,7 +274,11 @@ fn up_inner(args: &UpArgs) -> Result<ExitCode, LabError> {
                 if find_on_path(tool).is_none() {
                     return Err(LabError::Refused(format!(
                         "--host-dcbx lldpad: {tool}: not found — apt install {}",
-                        if tool.starts_with("lldp") { "lldpad" } else { "util-linux" }
+                        if tool.starts_with("lldp") {
+                            "lldpad"
+                        } else {
+                            "util-linux"
+                        }
                     )));
                 }
             }

@@ -404,7 +404,10 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
     let admin = lldptool(&["-l", "-i", HOST_DEVICE, "adminStatus"]);
     assert!(admin.contains("adminStatus=rxtx"), "{admin}");
     let pids: Vec<Vec<u32>> = (0..2).map(|i| lldpad_pids(&lab, i)).collect();
-    assert!(pids.iter().all(|p| p.len() == 1), "one lldpad per host: {pids:?}");
+    assert!(
+        pids.iter().all(|p| p.len() == 1),
+        "one lldpad per host: {pids:?}"
+    );
     // Re-running the lab repairs: h0's lldpad killed, h1's kept (starting the switch below runs
     // `headroom lab` again).
     // SAFETY: kill(2) on the lldpad process listed in our lab's namespace; no memory involved.
@@ -417,7 +420,11 @@ fn a_willing_lldpad_decodes_the_switchs_pfc_and_app_and_the_switch_decodes_lldpa
     let restarted = lldpad_pids(&lab, 0);
     assert_eq!(restarted.len(), 1, "the lab did not restart h0's lldpad");
     assert_ne!(restarted, pids[0]);
-    assert_eq!(lldpad_pids(&lab, 1), pids[1], "the lab restarted a running lldpad");
+    assert_eq!(
+        lldpad_pids(&lab, 1),
+        pids[1],
+        "the lab restarted a running lldpad"
+    );
 
     // lldpad decodes the switch's PFC and APP as its peer's.
     let pfc = wait_output(

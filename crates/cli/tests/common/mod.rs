@@ -405,10 +405,7 @@ impl Switch {
         } else if !lab.lldp {
             command.arg("--no-lldp");
         }
-        command.args([
-            "--host-dcbx",
-            if lab.host_dcbx { "lldpad" } else { "none" },
-        ]);
+        command.args(["--host-dcbx", if lab.host_dcbx { "lldpad" } else { "none" }]);
         command.args(extra);
         command
             .env("NO_COLOR", "1")
