@@ -83,7 +83,7 @@ const LAB_TIMESCALE_DCQCN: &[(&str, &str)] = &[
 const LAB_TIMESCALE_NVIDIA: &[(&str, &str)] = &[("--rate_reduce_monitor_period", "1000")];
 
 /// rocegen's flags for the `lab` DCQCN timescale in `mode`.
-fn lab_timescale_args(mode: Dcqcn) -> Vec<String> {
+pub(crate) fn lab_timescale_args(mode: Dcqcn) -> Vec<String> {
     let nvidia = match mode {
         Dcqcn::Off => return Vec::new(),
         Dcqcn::Paper => &[][..],
@@ -98,7 +98,7 @@ fn lab_timescale_args(mode: Dcqcn) -> Vec<String> {
 
 /// On or off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(super) enum OnOff {
+pub(crate) enum OnOff {
     /// On.
     On,
     /// Off.
@@ -107,7 +107,7 @@ pub(super) enum OnOff {
 
 /// DCQCN on every host (rocegen `--dcqcn`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(super) enum Dcqcn {
+pub(crate) enum Dcqcn {
     /// No rate control: CE marks are counted, no CNP is sent.
     Off,
     /// SIGCOMM'15 algorithm.
@@ -117,7 +117,7 @@ pub(super) enum Dcqcn {
 }
 
 impl Dcqcn {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Off => "off",
             Self::Paper => "paper",
@@ -304,7 +304,7 @@ fn existing_hosts(prefix: &str) -> Option<usize> {
 }
 
 /// Where rocegen is.
-fn find_rocegen(explicit: Option<&Path>) -> Result<PathBuf, LabError> {
+pub(crate) fn find_rocegen(explicit: Option<&Path>) -> Result<PathBuf, LabError> {
     if let Some(path) = explicit {
         return if path.is_file() {
             Ok(path.to_owned())
@@ -712,7 +712,7 @@ fn switch_ports_short(config: &headroom_config::Config, receiver: usize) -> bool
 }
 
 /// Jain's fairness index.
-fn jain(xs: &[f64]) -> Option<f64> {
+pub(crate) fn jain(xs: &[f64]) -> Option<f64> {
     let sum: f64 = xs.iter().sum();
     let squares: f64 = xs.iter().map(|x| x * x).sum();
     (!xs.is_empty() && squares > 0.0).then(|| sum * sum / (xs.len() as f64 * squares))

@@ -24,6 +24,13 @@
 //! the spine port's routed-out packet count (`rif_out_packets`, `show host-interfaces`) over the
 //! run.
 //!
+//! # incast
+//!
+//! rocegen write_bw (DCQCN) from every host but the last to the last: a 3:1 incast whose
+//! bottleneck is the receiver's leaf port. Goodput per sender, Jain fairness, drops and PFC on
+//! priority 3 per switch port, from every switch's counters before and after. `--pfc off` makes
+//! priority 3 lossy on every port for the run (the negative control).
+//!
 //! # storm
 //!
 //! A NIC whose receive pipeline is stuck keeps pausing its switch (Guo et al., SIGCOMM 2016,
@@ -74,6 +81,9 @@ enum Scenario {
     /// A PFC storm from one host: without the watchdog the pause reaches the spines, with it
     /// the storm is contained at the host's leaf.
     Storm(StormArgs),
+    /// Every host but the last → the last host (rocegen write_bw, DCQCN): goodput per
+    /// sender, fairness, drops, PFC per hop.
+    Incast(IncastArgs),
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +132,7 @@ pub(super) fn scenario(args: &ScenarioArgs) -> Result<ExitCode, LabError> {
     match &args.scenario {
         Scenario::Polarization(p) => polarization(p),
         Scenario::Storm(s) => storm(s),
+        Scenario::Incast(i) => incast(i),
     }
 }
 
@@ -723,6 +734,431 @@ fn describe_storm(r: &StormReport) -> String {
                 r.stormed_leaf, r.stormed_port, run.storms_detected, run.watchdog_state
             );
         }
+    }
+    t
+}
+
+/// DSCP of the incast's RoCE traffic: 3 → priority 3, lossless in the template.
+const INCAST_DSCP: u8 = 3;
+/// The lossless priority the incast uses.
+const INCAST_PRIORITY: usize = 3;
+/// Time a rocegen may take beyond its traffic (the exchange, the drain, its 10 s give-up).
+const ROCEGEN_SLACK: Duration = Duration::from_secs(15);
+
+#[derive(Debug, Args)]
+struct IncastArgs {
+    /// Prefix of the fabric (built or repaired as the scenario needs it: 2 x 2 x 2).
+    #[arg(long, default_value = "fab")]
+    prefix: String,
+    /// Seconds of traffic (rocegen -D).
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// RDMA WRITE size, bytes (rocegen -s).
+    #[arg(long, default_value_t = 65536)]
+    size: u32,
+    /// Priority-flow control on priority 3 of every port: `off` is the negative control (the
+    /// same incast drops).
+    #[arg(long, value_enum, default_value_t = crate::lab::incast::OnOff::On)]
+    pfc: crate::lab::incast::OnOff,
+    /// DCQCN on every host (rocegen --dcqcn), with the lab's millisecond time constants.
+    #[arg(long, value_enum, default_value_t = crate::lab::incast::Dcqcn::Nvidia)]
+    dcqcn: crate::lab::incast::Dcqcn,
+    /// Seconds to wait for the fabric to come up.
+    #[arg(long, default_value_t = 90)]
+    timeout: u64,
+    /// One JSON object instead of the tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One sender's outcome.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct IncastSender {
+    /// The host.
+    pub host: String,
+    /// Its leaf.
+    pub leaf: String,
+    /// Goodput (rocegen's bw_average), MB/s.
+    pub goodput_mb_per_sec: f64,
+    /// Messages completed.
+    pub messages: u64,
+    /// Packets retransmitted (a lossless fabric needs none).
+    pub retransmitted: u64,
+    /// CNPs it received (DCQCN at work).
+    pub cnps_received: u64,
+    /// PFC frames on priority 3 its NIC received from its leaf.
+    pub pfc_received: u64,
+}
+
+/// One switch port that sent PFC on the lossless priority during the run, or dropped.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct HopPfc {
+    /// The switch.
+    pub switch: String,
+    /// Its port.
+    pub port: String,
+    /// What is at the other end.
+    pub peer: String,
+    /// PFC frames sent on priority 3 during the run.
+    pub pfc_sent: u64,
+    /// PFC frames received on priority 3 during the run.
+    pub pfc_received: u64,
+    /// Frames dropped during the run, by reason.
+    pub drops: BTreeMap<String, u64>,
+}
+
+/// The incast scenario's report.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct IncastReport {
+    /// The fabric's prefix.
+    pub fabric: String,
+    /// The receiver, its leaf and the leaf's port to it (the incast's bottleneck).
+    pub receiver: String,
+    /// See [`Self::receiver`].
+    pub receiver_leaf: String,
+    /// See [`Self::receiver`].
+    pub receiver_port: String,
+    /// PFC on priority 3 of every port.
+    pub pfc: bool,
+    /// rocegen's DCQCN mode.
+    pub dcqcn: String,
+    /// Every sender.
+    pub senders: Vec<IncastSender>,
+    /// Sum of the senders' goodputs, MB/s.
+    pub total_goodput_mb_per_sec: f64,
+    /// Jain's fairness index of the goodputs (1 = equal).
+    pub jain: f64,
+    /// Frames the switches dropped during the run (every one of them lossless traffic).
+    pub drops: u64,
+    /// Packets the senders retransmitted.
+    pub retransmitted: u64,
+    /// Every switch port that sent or received PFC on priority 3 or dropped, fabric order.
+    pub hops: Vec<HopPfc>,
+    /// rocegen errors; empty when every rocegen ran.
+    pub errors: Vec<String>,
+}
+
+/// Sets `pfc_enable` of every port of every switch.
+fn set_pfc(plan: &Plan, priorities: &str) -> Result<(), LabError> {
+    use headroom_runtime::protocol::Change;
+    for switch in &plan.switches {
+        let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
+        for port in &switch.ports {
+            let change = Change::Key {
+                key: format!("port.\"{}\".pfc_enable", port.name),
+                value: priorities.to_owned(),
+            };
+            let answer = target
+                .request(&Request::Set { change })
+                .map_err(|e| LabError::Failed(format!("{}: {e}", switch.name)))?;
+            if !answer.ok {
+                return Err(LabError::Failed(format!(
+                    "{}: setting {} pfc_enable = {priorities} refused: {}",
+                    switch.name, port.name, answer.data
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rocegen command in a host's namespace.
+fn rocegen_in(
+    rocegen: &std::path::Path,
+    namespace: &str,
+    args: &[String],
+) -> std::process::Command {
+    let mut c = std::process::Command::new("ip");
+    c.args(["netns", "exec", namespace])
+        .arg(rocegen)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Waits for a child at most until `deadline` (killed then); its stdout and stderr.
+fn finish(mut child: std::process::Child, deadline: std::time::Instant) -> (String, String) {
+    while std::time::Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    match child.wait_with_output() {
+        Ok(out) => (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+        Err(e) => (String::new(), e.to_string()),
+    }
+}
+
+/// Runs one incast (every host but the last one's → the last host) on a built fabric: the
+/// fabric's counters before and after, every rocegen's report.
+fn run_incast(
+    plan: &Plan,
+    rocegen: &std::path::Path,
+    duration_s: f64,
+    size: u32,
+    dcqcn: crate::lab::incast::Dcqcn,
+    pfc: bool,
+) -> Result<IncastReport, LabError> {
+    use headroom_rocegen::report::Report as RocegenReport;
+    let (_, last_leaf) = ends(plan);
+    let receiver = plan
+        .hosts_of(&last_leaf)
+        .last()
+        .cloned()
+        .ok_or_else(|| LabError::Failed(format!("{last_leaf} has no host")))?;
+    let senders: Vec<_> = plan
+        .hosts
+        .iter()
+        .filter(|h| h.name != receiver.name)
+        .cloned()
+        .collect();
+    let mut common: Vec<String> = [
+        "write_bw",
+        "-d",
+        "eth0",
+        "--link-speed",
+        &plan.spec.speed,
+        "--tclass",
+        &(INCAST_DSCP << 2).to_string(),
+        "--dcqcn",
+        dcqcn.as_str(),
+        "--json",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    common.extend(crate::lab::incast::lab_timescale_args(dcqcn));
+    let before = super::view::collect(plan);
+    let started = std::time::Instant::now();
+    let mut server_args = common.clone();
+    server_args.extend(["--clients".to_owned(), senders.len().to_string()]);
+    let server = rocegen_in(rocegen, &receiver.namespace, &server_args)
+        .spawn()
+        .map_err(|e| LabError::Failed(format!("starting rocegen: {e}")))?;
+    // The clients retry their connection to the server for 10 s.
+    let mut clients = Vec::new();
+    for s in &senders {
+        let mut a = common.clone();
+        a.extend([
+            receiver.address.to_string(),
+            "-s".into(),
+            size.to_string(),
+            "-D".into(),
+            duration_s.to_string(),
+        ]);
+        clients.push(
+            rocegen_in(rocegen, &s.namespace, &a)
+                .spawn()
+                .map_err(|e| LabError::Failed(format!("starting rocegen: {e}")))?,
+        );
+    }
+    let deadline = started + Duration::from_secs_f64(duration_s) + ROCEGEN_SLACK;
+    let outputs: Vec<(String, String)> = clients.into_iter().map(|c| finish(c, deadline)).collect();
+    let _ = finish(server, std::time::Instant::now() + Duration::from_secs(2));
+    let after = super::view::collect(plan);
+    for view in [&before, &after] {
+        if let Some((name, e)) = view.unreachable.iter().next() {
+            return Err(LabError::Failed(format!("{name} does not answer: {e}")));
+        }
+    }
+    let mut errors = Vec::new();
+    let mut rows = Vec::new();
+    for (s, (stdout, stderr)) in senders.iter().zip(&outputs) {
+        let report = match RocegenReport::from_json(stdout) {
+            Ok(r) => r,
+            Err(e) => {
+                let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" / ");
+                errors.push(format!("rocegen on {}: no report ({e}): {tail}", s.name));
+                continue;
+            }
+        };
+        if let Some(e) = &report.error {
+            errors.push(format!("rocegen on {}: {e}", s.name));
+        }
+        rows.push(IncastSender {
+            host: s.name.clone(),
+            leaf: s.leaf.clone(),
+            goodput_mb_per_sec: report.bw.first().map_or(0.0, |b| b.bw_average_mb_per_sec),
+            messages: report.counters.messages_completed,
+            retransmitted: report.counters.retransmitted_packets,
+            cnps_received: report.counters.cnps_received,
+            pfc_received: report
+                .priority(INCAST_PRIORITY as u8)
+                .map_or(0, |p| p.pfc_frames_rx),
+        });
+    }
+    let mut hops = Vec::new();
+    for row in &after.ports {
+        let old = before
+            .ports
+            .iter()
+            .find(|r| r.switch == row.switch && r.port == row.port);
+        let pfc_sent = row.pfc_tx[INCAST_PRIORITY]
+            .saturating_sub(old.map_or(0, |o| o.pfc_tx[INCAST_PRIORITY]));
+        let pfc_received = row.pfc_rx[INCAST_PRIORITY]
+            .saturating_sub(old.map_or(0, |o| o.pfc_rx[INCAST_PRIORITY]));
+        let drops: BTreeMap<String, u64> = row
+            .drops
+            .iter()
+            .map(|(k, v)| {
+                let was = old.and_then(|o| o.drops.get(k)).copied().unwrap_or(0);
+                (k.clone(), v.saturating_sub(was))
+            })
+            .filter(|(_, v)| *v > 0)
+            .collect();
+        if pfc_sent > 0 || pfc_received > 0 || !drops.is_empty() {
+            hops.push(HopPfc {
+                switch: row.switch.clone(),
+                port: row.port.clone(),
+                peer: row.peer.clone(),
+                pfc_sent,
+                pfc_received,
+                drops,
+            });
+        }
+    }
+    let goodputs: Vec<f64> = rows.iter().map(|r| r.goodput_mb_per_sec).collect();
+    Ok(IncastReport {
+        fabric: plan.spec.prefix.clone(),
+        receiver: receiver.name.clone(),
+        receiver_leaf: last_leaf,
+        receiver_port: receiver.leaf_port.clone(),
+        pfc,
+        dcqcn: dcqcn.as_str().to_owned(),
+        total_goodput_mb_per_sec: goodputs.iter().sum(),
+        jain: crate::lab::incast::jain(&goodputs).unwrap_or(0.0),
+        drops: hops.iter().flat_map(|h| h.drops.values()).sum(),
+        retransmitted: rows.iter().map(|r| r.retransmitted).sum(),
+        senders: rows,
+        hops,
+        errors,
+    })
+}
+
+fn incast(args: &IncastArgs) -> Result<ExitCode, LabError> {
+    use crate::lab::incast::OnOff;
+    let rocegen = crate::lab::incast::find_rocegen(None)?;
+    let up = UpArgs {
+        timeout: args.timeout,
+        quiet: true,
+        ..UpArgs::defaults(&args.prefix)
+    };
+    super::up(&up)?;
+    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
+    let pfc = args.pfc == OnOff::On;
+    if !pfc {
+        set_pfc(&plan, "[4]")?;
+    }
+    let report = run_incast(&plan, &rocegen, args.duration, args.size, args.dcqcn, pfc);
+    if !pfc {
+        // The fabric is left as the template has it.
+        set_pfc(&plan, "[3, 4]")?;
+    }
+    let report = report?;
+    if args.json {
+        let text =
+            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
+        emit(format_args!("{text}\n"));
+    } else {
+        emit(format_args!("{}", describe_incast(&report)));
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn describe_incast(r: &IncastReport) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "incast on fabric {:?}: {} senders -> {} ({} {}), rocegen write_bw, DSCP {INCAST_DSCP} \
+         (priority {INCAST_PRIORITY}), DCQCN {}, PFC on priority {INCAST_PRIORITY} {}",
+        r.fabric,
+        r.senders.len(),
+        r.receiver,
+        r.receiver_leaf,
+        r.receiver_port,
+        r.dcqcn,
+        if r.pfc { "on" } else { "OFF" }
+    );
+    let mut table = Table::new([
+        "Sender",
+        "Leaf",
+        "Goodput MB/s",
+        "Messages",
+        "Retransmitted",
+        "CNPs",
+        "PFC rx",
+    ])
+    .left_all();
+    for s in &r.senders {
+        table.row([
+            s.host.clone(),
+            s.leaf.clone(),
+            format!("{:.2}", s.goodput_mb_per_sec),
+            thousands(s.messages),
+            thousands(s.retransmitted),
+            thousands(s.cnps_received),
+            thousands(s.pfc_received),
+        ]);
+    }
+    let _ = write!(t, "{table}");
+    let _ = writeln!(
+        t,
+        "  goodput {:.2} MB/s in all, Jain fairness {:.3}, {} drops in the fabric, {} retransmitted",
+        r.total_goodput_mb_per_sec, r.jain, r.drops, r.retransmitted
+    );
+    let _ = writeln!(t, "\nPFC on priority {INCAST_PRIORITY} per hop, and drops:");
+    let mut hops = Table::new(["Switch", "Port", "Peer", "PFC tx", "PFC rx", "Drops"]).left_all();
+    for h in &r.hops {
+        hops.row([
+            h.switch.clone(),
+            h.port.clone(),
+            h.peer.clone(),
+            thousands(h.pfc_sent),
+            thousands(h.pfc_received),
+            h.drops
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ]);
+    }
+    let _ = write!(t, "{hops}");
+    if let Some(h) = r
+        .hops
+        .iter()
+        .max_by_key(|h| h.pfc_sent)
+        .filter(|h| h.pfc_sent > 0)
+    {
+        let _ = writeln!(
+            t,
+            "  PAUSED: {} {} sent the most PFC ({} frames to {})",
+            h.switch, h.port, h.pfc_sent, h.peer
+        );
+    }
+    if r.drops > 0 {
+        let at: Vec<String> = r
+            .hops
+            .iter()
+            .filter(|h| !h.drops.is_empty())
+            .map(|h| format!("{} {}", h.switch, h.port))
+            .collect();
+        let _ = writeln!(t, "  DROPPED: {} frames at {}", r.drops, at.join(", "));
+    } else {
+        let _ = writeln!(t, "  LOSSLESS: no drops in the fabric");
+    }
+    for e in &r.errors {
+        let _ = writeln!(t, "  error: {e}");
     }
     t
 }
