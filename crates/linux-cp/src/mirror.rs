@@ -530,6 +530,21 @@ impl Mirror {
         }
     }
 
+    /// The stable sort key of an ECMP member: its egress port (a VLAN interface's members
+    /// after the ports, by VLAN), then its neighbour address; the interface index and the
+    /// weight only break ties left by hops the mirror does not know.
+    fn member_order(&self, member: &EcmpMember) -> (u16, u16, Option<IpAddr>, u32, u16) {
+        let Some(key) = self.hop_keys.get(&member.next_hop) else {
+            return (u16::MAX, u16::MAX, None, u32::MAX, member.weight);
+        };
+        let port = self
+            .port_of_ifindex
+            .get(&key.ifindex)
+            .map_or(u16::MAX, |p| p.0);
+        let vlan = self.vlan_of_ifindex.get(&key.ifindex).copied().unwrap_or(0);
+        (port, vlan, key.gateway, key.ifindex, member.weight)
+    }
+
     fn acquire(&mut self, spec: &Spec, like: Option<RouteTarget>) -> Result<RouteTarget, FibError> {
         match spec {
             Spec::Local => Ok(RouteTarget::NextHop(NextHopId::LOCAL)),
@@ -552,7 +567,10 @@ impl Mirror {
                         }
                     }
                 }
-                acquired.sort();
+                // Members in an order that does not depend on which route arrived first (the
+                // next-hop ids do): the bucket layout, and so which flow takes which path, is
+                // then the same after a restart or a resync.
+                acquired.sort_by_cached_key(|m| self.member_order(m));
                 if let Some((id, refs)) = self.groups.get_mut(&acquired) {
                     *refs += 1;
                     let id = *id;
@@ -1041,6 +1059,81 @@ mod tests {
         assert_eq!(m.stats().routes_via_foreign_interface, 0);
         // Left: the three fixed next hops and the two connected subnets' glean next hops.
         assert_eq!(m.fib().next_hop_count(), 5);
+    }
+
+    /// The members of a group, each as the (interface, gateway) it leaves by, in bucket order.
+    fn group_keys(m: &Mirror, prefix: &str) -> Vec<HopKey> {
+        let (RouteTarget::Ecmp(g), None) = m.installed(p4(prefix)).unwrap() else {
+            panic!("{prefix} is not an ECMP group")
+        };
+        m.fib()
+            .ecmp_group(g)
+            .unwrap()
+            .iter()
+            .map(|member| m.hop_keys[&member.next_hop])
+            .collect()
+    }
+
+    #[test]
+    fn ecmp_member_order_does_not_depend_on_which_route_arrived_first() {
+        // Two mirrors see the same routes in two orders: a single-path route through each
+        // neighbour first (so the neighbours' next-hop ids are allocated in opposite orders),
+        // then the multipath route, its paths listed in opposite orders too.
+        let mirror = |first: [(u32, &str); 2]| {
+            let mut m = base();
+            for (i, (oif, gw)) in first.iter().enumerate() {
+                add_route(
+                    &mut m,
+                    p4(&format!("10.90.{i}.0/24")),
+                    unicast(vec![path(*oif, gw)]),
+                );
+            }
+            add_route(
+                &mut m,
+                p4("10.98.0.0/24"),
+                unicast(first.iter().map(|(oif, gw)| path(*oif, gw)).collect()),
+            );
+            m
+        };
+        let a = mirror([(2, "10.1.0.1"), (3, "10.1.0.3")]);
+        let b = mirror([(3, "10.1.0.3"), (2, "10.1.0.1")]);
+        // The arrival orders did give the neighbours different ids: the contrast that makes
+        // the next comparison mean something (ordering by id would fail it).
+        let id = |m: &Mirror, oif: u32, gw: &str| {
+            m.hop(HopKey {
+                ifindex: oif,
+                gateway: Some(ip(gw)),
+            })
+            .unwrap()
+        };
+        assert!(id(&a, 2, "10.1.0.1") < id(&a, 3, "10.1.0.3"));
+        assert!(id(&b, 2, "10.1.0.1") > id(&b, 3, "10.1.0.3"));
+        // The same group: Ethernet0's neighbour first (port 0), then Ethernet4's.
+        let expected = vec![
+            HopKey {
+                ifindex: 2,
+                gateway: Some(ip("10.1.0.1")),
+            },
+            HopKey {
+                ifindex: 3,
+                gateway: Some(ip("10.1.0.3")),
+            },
+        ];
+        assert_eq!(group_keys(&a, "10.98.0.0/24"), expected);
+        assert_eq!(group_keys(&b, "10.98.0.0/24"), expected);
+        // And the same buckets: the same next hop (port, MAC) in every bucket.
+        let buckets = |m: &Mirror| -> Vec<HopKey> {
+            let (RouteTarget::Ecmp(g), None) = m.installed(p4("10.98.0.0/24")).unwrap() else {
+                panic!()
+            };
+            m.fib()
+                .ecmp_buckets(g)
+                .unwrap()
+                .iter()
+                .map(|id| m.hop_keys[id])
+                .collect()
+        };
+        assert_eq!(buckets(&a), buckets(&b));
     }
 
     #[test]
