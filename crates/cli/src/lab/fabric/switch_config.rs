@@ -12,6 +12,13 @@ use indexmap::IndexMap;
 use serde::Serialize;
 use std::path::PathBuf;
 
+/// The fabric's `[headroom_calc] software_latency_kib`: three times the single switch's default
+/// (32 KiB, one burst). Six switch processes share two CPUs here, so a peer may react to our XOFF
+/// a scheduler slice late: an incast across the spines (`scenario incast`, PFC and DCQCN on) once
+/// dropped 10 frames at leaf2 `Ethernet1` as `ingress_headroom_exhausted` with 32 KiB, spine2
+/// still sending after the XOFF. 96 KiB is about 7.9 ms of a 100M link.
+pub const FABRIC_SOFTWARE_LATENCY_KIB: f64 = 96.0;
+
 /// The WRED/ECN profile of the lossless queues.
 pub const WRED_PROFILE: &str = "FABRIC_LOSSLESS";
 
@@ -129,6 +136,9 @@ impl SwitchTemplate {
             routing: self.ecmp_hash_seed.map(|seed| Routing {
                 ecmp_hash_seed: seed,
             }),
+            headroom_calc: HeadroomCalc {
+                software_latency_kib: FABRIC_SOFTWARE_LATENCY_KIB,
+            },
             runtime: Runtime {
                 // Adaptive: an idle lcore sleeps (at most 200 µs, on its sockets) instead of
                 // spinning; six switches share two CPUs with the kernel's veth work.
@@ -202,6 +212,8 @@ pub struct Document {
     /// `[routing]` (only when the seed is forced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+    /// `[headroom_calc]`.
+    pub headroom_calc: HeadroomCalc,
     /// `[runtime]`.
     pub runtime: Runtime,
     /// `[port.NAME]`, in port order.
@@ -292,6 +304,13 @@ pub struct Pfcwd {
     pub big_red_switch: bool,
 }
 
+/// `[headroom_calc]`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeadroomCalc {
+    /// `software_latency_kib`.
+    pub software_latency_kib: f64,
+}
+
 /// `[routing]`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Routing {
@@ -354,6 +373,12 @@ mod tests {
                 assert_eq!(config.switch.name, format!("fab-{}", switch.name));
                 assert_eq!(config.switch.mac, switch.mac);
                 assert_eq!(config.ports.len(), switch.ports.len());
+                assert!(
+                    (config.headroom_calc.constants.software_latency_kib
+                        - FABRIC_SOFTWARE_LATENCY_KIB)
+                        .abs()
+                        < f64::EPSILON
+                );
                 for (port, planned) in config.ports.iter().zip(&switch.ports) {
                     // Ethernet{k} on swp{k+1}, in order.
                     assert_eq!(port.name, planned.name);
