@@ -14,29 +14,16 @@
 mod common;
 
 use common::lab_config::{host_mac, port_name, HOST_DEVICE};
+use common::routed::{
+    counter, host_interface, ipv4_destination, json, ping_all, resolve_both_hosts, start_routed,
+    switch_run, udp_to, ROUTER_MAC,
+};
 use common::{eventually, require, run_ok, Capture, Lab, RawSocket, HEADROOM};
 use std::net::Ipv4Addr;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn json(lab: &Lab, args: &[&str]) -> serde_json::Value {
-    let mut all = args.to_vec();
-    all.extend(["--json", "--lab", lab.prefix()]);
-    let o = run_ok(Command::new(HEADROOM).args(&all));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// Runs `program args...` in the switch's namespace S.
-fn switch_run(lab: &Lab, program: &str, args: &[&str]) -> String {
-    let out = run_ok(
-        Command::new("ip")
-            .args(["netns", "exec", &lab.switch_ns(), program])
-            .args(args),
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// `Ip: ForwDatagrams` of /proc/net/snmp in S: datagrams the kernel forwarded.
 fn kernel_forwarded(lab: &Lab) -> u64 {
@@ -55,73 +42,16 @@ fn kernel_forwarded(lab: &Lab) -> u64 {
         .unwrap()
 }
 
-/// The host interface row of `port` in `show host-interfaces --json`.
-fn host_interface(lab: &Lab, port: &str) -> serde_json::Value {
-    let view = json(lab, &["show", "host-interfaces"]);
-    view["interfaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["interface"] == port)
-        .unwrap_or_else(|| panic!("no host interface {port}: {view:#}"))
-        .clone()
-}
-
-fn counter(row: &serde_json::Value, key: &str) -> u64 {
-    row[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{key} in {row:#}"))
-}
-
-/// The IPv4 destination of an untagged IPv4 frame.
-fn ipv4_destination(frame: &[u8]) -> Option<Ipv4Addr> {
-    (frame.get(12..14)? == [0x08, 0x00])
-        .then(|| Ipv4Addr::new(frame[30], frame[31], frame[32], frame[33]))
-}
-
 #[test]
 fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_changes() {
     require(&["ping", "tcpdump", "tshark", "sh", "cat"]);
     let lab = Lab::up(2, "1G");
     let (h0, h1) = (port_name(0), port_name(1));
 
-    // The lab's configuration with both ports routed (and no static FDB: routed ports learn
-    // no stations).
-    let mut spec = lab.spec.clone();
-    spec.static_fdb = false;
-    spec.lldp = lab.lldp;
-    let generated = spec.config_toml();
-    let routed = generated.replace(
-        "vlan_mode = \"access\"\naccess_vlan = 1\n",
-        "vlan_mode = \"routed\"\n",
-    );
-    assert_ne!(routed, generated, "the lab's VLAN keys moved");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("routed.toml");
-    std::fs::write(&path, routed).unwrap();
-
-    // Hosts: a /31 each, routes via the switch.
-    for (i, own, peer_net, other) in [
-        (0, "10.1.0.0/31", "10.1.0.1", "10.2.0.0/31"),
-        (1, "10.2.0.0/31", "10.2.0.1", "10.1.0.0/31"),
-    ] {
-        lab.host_run(i, "ip", &["addr", "flush", "dev", HOST_DEVICE]);
-        lab.host_run(i, "ip", &["addr", "add", own, "dev", HOST_DEVICE]);
-        lab.host_run(i, "ip", &["route", "add", other, "via", peer_net]);
-        if i == 0 {
-            lab.host_run(i, "ip", &["route", "add", "10.9.0.0/24", "via", peer_net]);
-        }
-    }
-
-    let switch = lab.start_switch_args(&["--config", path.to_str().unwrap()]);
-    // The host interfaces exist, named as the ports; the kernel's side of the router.
-    switch_run(
-        &lab,
-        "sh",
-        &["-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"],
-    );
-    switch_run(&lab, "ip", &["addr", "add", "10.1.0.1/31", "dev", &h0]);
-    switch_run(&lab, "ip", &["addr", "add", "10.2.0.1/31", "dev", &h1]);
+    // h0's route to 10.9.0.0/24 (section 3) goes via the switch too.
+    let switch = start_routed(&lab, dir.path());
+    lab.host_run(0, "ip", &["route", "add", "10.9.0.0/24", "via", "10.1.0.1"]);
     let link = switch_run(&lab, "ip", &["-br", "link", "show", "dev", &h0]);
     assert!(
         link.contains("UP") && link.contains("02:68:72:00:00:00"),
@@ -141,22 +71,7 @@ fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_cha
     // 2. h0 → h1, routed. The first packets resolve h1's neighbour through the kernel
     // (neighbor_miss); once the mirror has it, the dataplane forwards.
     let forwarded_at_start = kernel_forwarded(&lab);
-    ping_all(&lab, "10.2.0.0", 2);
-    let resolved = eventually(Duration::from_secs(5), || {
-        let neighbours = json(&lab, &["show", "ip", "neighbors"]);
-        ["10.1.0.0", "10.2.0.0"].iter().all(|addr| {
-            neighbours
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|n| n["address"] == *addr && n["resolved"] == true)
-        })
-    });
-    assert!(
-        resolved,
-        "the mirror never resolved both hosts: {:#}",
-        json(&lab, &["show", "ip", "neighbors"])
-    );
+    resolve_both_hosts(&lab);
     let forwarded_before = kernel_forwarded(&lab);
     // The contrast that shows the counter is read right: the first packet, punted while h1's
     // neighbour was unresolved (neighbor_miss), was forwarded by the kernel.
@@ -366,35 +281,6 @@ fn routed_ports_punt_to_the_kernel_forward_in_the_dataplane_and_follow_route_cha
         !report.log.contains("ERROR"),
         "the switch logged errors:\n{}",
         report.log
-    );
-}
-
-/// The switch's MAC (the lab's `switch.mac`): every routed port's router MAC.
-const ROUTER_MAC: [u8; 6] = [0x02, 0x68, 0x72, 0x00, 0x00, 0x00];
-
-/// A UDP datagram from `src` to `dst`, TTL 64.
-fn udp_to(src_mac: [u8; 6], dst_mac: [u8; 6], src: Ipv4Addr, dst: Ipv4Addr) -> Vec<u8> {
-    let builder = etherparse::PacketBuilder::ethernet2(src_mac, dst_mac)
-        .ipv4(src.octets(), dst.octets(), 64)
-        .udp(40000, 9);
-    let payload = [0x5A; 32];
-    let mut frame = Vec::with_capacity(builder.size(payload.len()));
-    builder
-        .write(&mut frame, &payload)
-        .expect("building a UDP frame");
-    frame
-}
-
-/// h0 pings `target` `count` times, 50 ms apart; every one must be answered.
-fn ping_all(lab: &Lab, target: &str, count: u64) {
-    let out = lab.host_run(
-        0,
-        "ping",
-        &["-c", &count.to_string(), "-i", "0.05", "-W", "2", target],
-    );
-    assert!(
-        out.contains(&format!("{count} packets transmitted, {count} received")),
-        "pings to {target} were lost:\n{out}"
     );
 }
 

@@ -12,6 +12,7 @@
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../src/lab/config.rs"]
 pub mod lab_config;
+pub mod routed;
 pub mod two_routers;
 
 use headroom_afpacket::lab::NetnsGuard;
