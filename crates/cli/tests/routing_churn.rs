@@ -182,8 +182,9 @@ fn median_max(times: &mut [Duration]) -> (f64, f64) {
 #[test]
 fn route_churn_loses_nothing_on_an_unaffected_route_and_each_change_is_fast() {
     require(&["ping", "sh"]);
-    let started = Instant::now();
     let lab = Lab::up(2, "1G");
+    // From here: the test's own time (Lab::up waits for the machine-wide test lock).
+    let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let switch = start_routed(&lab, dir.path());
     let (h0, h1) = (port_name(0), port_name(1));
@@ -315,8 +316,9 @@ fn arp_request() -> Vec<u8> {
 #[test]
 fn an_arp_flood_is_policed_by_copp_and_survived() {
     require(&["ping", "sh"]);
-    let started = Instant::now();
     let lab = Lab::up(2, "1G");
+    // From here: the test's own time (Lab::up waits for the machine-wide test lock).
+    let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let switch = start_routed(&lab, dir.path());
     let h0 = port_name(0);
