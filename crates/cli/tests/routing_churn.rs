@@ -5,8 +5,8 @@
 //! asserts that every sequence number arrived:
 //! * route churn: ~50 add/delete cycles of other routes and `ip neigh replace` of another
 //!   neighbour in S, each change visible in the dataplane (`show ip route`: the FIB and next hops
-//!   last sent to the lcores, read from the running switch) in under 100 ms, with nothing lost on A and no drop on its
-//!   ports; a deleted route stops forwarding (the probe can fail);
+//!   last sent to the lcores, read from the running switch) in under 100 ms, with nothing lost
+//!   on A and no drop on its ports; a deleted route stops forwarding (the probe can fail);
 //! * an ARP flood at the switch, well above the ARP CoPP rate (600/s, `PuntParams::default`),
 //!   is dropped as `punt_rate_limit` for what is over the rate, the flow loses nothing and the
 //!   switch still answers ping.
