@@ -1100,3 +1100,74 @@ fn an_incast_across_the_spines_is_lossless_and_fair_with_pfc_and_drops_without()
         "{off:#}"
     );
 }
+
+#[test]
+fn a_cyclic_buffer_dependency_deadlocks_without_the_watchdog_and_drains_with_it() {
+    let fabric = Fabric::new();
+    let started = std::time::Instant::now();
+    let out = run_ok(Command::new(HEADROOM).args([
+        "lab",
+        "fabric",
+        "scenario",
+        "deadlock",
+        "--prefix",
+        &fabric.prefix,
+        "--json",
+    ]));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("the --json report");
+    eprintln!(
+        "deadlock scenario in {:.1} s: {report:#}",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(report["restored"], true, "{report:#}");
+    let cycle: Vec<String> = report["cycle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            format!(
+                "{} {}",
+                q["switch"].as_str().unwrap(),
+                q["port"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        cycle,
+        [
+            "spine1 Ethernet1",
+            "leaf2 Ethernet1",
+            "spine2 Ethernet0",
+            "leaf1 Ethernet0"
+        ]
+    );
+    let runs = report["runs"].as_array().unwrap();
+    let (off, on) = (&runs[0], &runs[1]);
+    assert_eq!(
+        (off["watchdog"].as_bool(), on["watchdog"].as_bool()),
+        (Some(false), Some(true))
+    );
+    // Without the watchdog, after the senders stopped: every cycle queue non-empty, held by
+    // PFC (XOFF refreshed) for the whole window and sending nothing.
+    for q in off["queues"].as_array().unwrap() {
+        assert!(q["depth_at_end_bytes"].as_u64().unwrap() > 0, "{q:#}");
+        assert_eq!(q["tx_frames_in_hold"], 0, "{q:#}");
+        assert!(q["paused_share_in_hold"].as_f64().unwrap() >= 0.9, "{q:#}");
+        assert!(q["pfc_received_in_hold"].as_u64().unwrap() >= 1, "{q:#}");
+    }
+    assert_eq!(off["deadlocked"], true, "{off:#}");
+    assert!(off["detections"].as_array().unwrap().is_empty(), "{off:#}");
+    // With it: a storm declared on a cycle queue, and every cycle queue empty at the end.
+    assert!(
+        on["detections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["on_cycle"] == true),
+        "{on:#}"
+    );
+    for q in on["queues"].as_array().unwrap() {
+        assert_eq!(q["depth_at_end_bytes"], 0, "{q:#}");
+    }
+    assert_eq!(on["drained"], true, "{on:#}");
+}
