@@ -16,6 +16,7 @@
 //! removes the namespaces (and with them every link), the FRR instances and their directories,
 //! and the fabric's run-time directory.
 
+pub(crate) mod deadlock;
 pub(crate) mod frr;
 pub(crate) mod plan;
 pub(crate) mod scenario;

@@ -59,7 +59,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// RoCEv2's UDP destination port.
-const ROCE_PORT: u16 = 4791;
+pub(super) const ROCE_PORT: u16 = 4791;
 /// The first UDP source port of the flows (RoCE NICs use 0xC000..=0xFFFF).
 const FIRST_SOURCE_PORT: u16 = 0xC000;
 /// A flow's share of its spine's traffic to the destination leaf above which the scenario calls
@@ -84,6 +84,9 @@ enum Scenario {
     /// Every host but the last → the last host (rocegen write_bw, DCQCN): goodput per
     /// sender, fairness, drops, PFC per hop.
     Incast(IncastArgs),
+    /// A cyclic buffer dependency after two link failures (2 x 4 x 1, static bounce routes):
+    /// the deadlock persists after the senders stop without the watchdog; with it, it breaks.
+    Deadlock(super::deadlock::DeadlockArgs),
 }
 
 #[derive(Debug, Args)]
@@ -133,6 +136,7 @@ pub(super) fn scenario(args: &ScenarioArgs) -> Result<ExitCode, LabError> {
         Scenario::Polarization(p) => polarization(p),
         Scenario::Storm(s) => storm(s),
         Scenario::Incast(i) => incast(i),
+        Scenario::Deadlock(d) => super::deadlock::deadlock(d),
     }
 }
 
@@ -492,7 +496,7 @@ fn repeat<'scope>(
 }
 
 /// Sets every port's watchdog of every switch on or off.
-fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
+pub(super) fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
     use headroom_runtime::protocol::Change;
     for switch in &plan.switches {
         let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
