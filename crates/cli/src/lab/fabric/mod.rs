@@ -17,10 +17,12 @@
 //! and the fabric's run-time directory.
 
 pub(crate) mod deadlock;
+pub(crate) mod ecn_vs_pfc;
 pub(crate) mod frr;
 pub(crate) mod plan;
 pub(crate) mod scenario;
 pub(crate) mod switch_config;
+pub(crate) mod victim;
 pub(crate) mod view;
 
 use super::config::mac_text;

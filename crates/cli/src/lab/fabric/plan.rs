@@ -493,6 +493,16 @@ pub enum Peer {
     },
 }
 
+impl std::fmt::Display for Peer {
+    /// `spine1 Ethernet0`, `host3`: as the fabric's tables name it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Switch { name, port } => write!(f, "{name} {port}"),
+            Self::Host { name } => f.write_str(name),
+        }
+    }
+}
+
 /// One host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Host {

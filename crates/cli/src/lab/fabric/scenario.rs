@@ -87,6 +87,9 @@ enum Scenario {
     /// A cyclic buffer dependency after two link failures (2 x 4 x 1, static bounce routes):
     /// the deadlock persists after the senders stop without the watchdog; with it, it breaks.
     Deadlock(super::deadlock::DeadlockArgs),
+    /// The incast twice, ECN marking below the ingress XOFF point then above it: PFC, CNPs,
+    /// ECN marks and a victim flow's goodput and delay side by side.
+    EcnVsPfc(super::ecn_vs_pfc::EcnVsPfcArgs),
 }
 
 #[derive(Debug, Args)]
@@ -137,6 +140,7 @@ pub(super) fn scenario(args: &ScenarioArgs) -> Result<ExitCode, LabError> {
         Scenario::Storm(s) => storm(s),
         Scenario::Incast(i) => incast(i),
         Scenario::Deadlock(d) => super::deadlock::deadlock(d),
+        Scenario::EcnVsPfc(e) => super::ecn_vs_pfc::ecn_vs_pfc(e),
     }
 }
 
@@ -230,7 +234,7 @@ fn polarization(args: &PolarizationArgs) -> Result<ExitCode, LabError> {
 }
 
 /// The first leaf (the flows' source) and the last (their destination).
-fn ends(plan: &Plan) -> (String, String) {
+pub(super) fn ends(plan: &Plan) -> (String, String) {
     let mut leaves = plan.leaves();
     let first = leaves.next().map(|l| l.name.clone()).unwrap_or_default();
     let last = plan
@@ -495,28 +499,37 @@ fn repeat<'scope>(
         .expect("spawning a thread")
 }
 
-/// Sets every port's watchdog of every switch on or off.
-pub(super) fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
+/// Sets `port."NAME".KEY_SUFFIX = value` on every port of every switch (one `set` each).
+pub(super) fn set_on_every_port(
+    plan: &Plan,
+    key_suffix: &str,
+    value: &str,
+) -> Result<(), LabError> {
     use headroom_runtime::protocol::Change;
     for switch in &plan.switches {
         let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
         for port in &switch.ports {
             let change = Change::Key {
-                key: format!("port.\"{}\".pfcwd.enabled", port.name),
-                value: enabled.to_string(),
+                key: format!("port.\"{}\".{key_suffix}", port.name),
+                value: value.to_owned(),
             };
             let answer = target
                 .request(&Request::Set { change })
                 .map_err(|e| LabError::Failed(format!("{}: {e}", switch.name)))?;
             if !answer.ok {
                 return Err(LabError::Failed(format!(
-                    "{}: setting {} pfcwd.enabled = {enabled} refused: {}",
+                    "{}: setting {} {key_suffix} = {value} refused: {}",
                     switch.name, port.name, answer.data
                 )));
             }
         }
     }
     Ok(())
+}
+
+/// Sets every port's watchdog of every switch on or off.
+pub(super) fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
+    set_on_every_port(plan, "pfcwd.enabled", &enabled.to_string())
 }
 
 fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
@@ -843,27 +856,8 @@ pub(crate) struct IncastReport {
 }
 
 /// Sets `pfc_enable` of every port of every switch.
-fn set_pfc(plan: &Plan, priorities: &str) -> Result<(), LabError> {
-    use headroom_runtime::protocol::Change;
-    for switch in &plan.switches {
-        let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
-        for port in &switch.ports {
-            let change = Change::Key {
-                key: format!("port.\"{}\".pfc_enable", port.name),
-                value: priorities.to_owned(),
-            };
-            let answer = target
-                .request(&Request::Set { change })
-                .map_err(|e| LabError::Failed(format!("{}: {e}", switch.name)))?;
-            if !answer.ok {
-                return Err(LabError::Failed(format!(
-                    "{}: setting {} pfc_enable = {priorities} refused: {}",
-                    switch.name, port.name, answer.data
-                )));
-            }
-        }
-    }
-    Ok(())
+pub(super) fn set_pfc(plan: &Plan, priorities: &str) -> Result<(), LabError> {
+    set_on_every_port(plan, "pfc_enable", priorities)
 }
 
 /// The rocegen command in a host's namespace.
@@ -902,7 +896,7 @@ fn finish(mut child: std::process::Child, deadline: std::time::Instant) -> (Stri
 
 /// Runs one incast (every host but the last one's → the last host) on a built fabric: the
 /// fabric's counters before and after, every rocegen's report.
-fn run_incast(
+pub(super) fn run_incast(
     plan: &Plan,
     rocegen: &std::path::Path,
     duration_s: f64,

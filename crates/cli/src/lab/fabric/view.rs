@@ -65,10 +65,7 @@ pub(crate) fn switch_rows(
             .ports
             .iter()
             .find(|p| &p.name == name)
-            .map_or_else(String::new, |p| match &p.peer {
-                super::plan::Peer::Switch { name, port } => format!("{name} {port}"),
-                super::plan::Peer::Host { name } => name.clone(),
-            });
+            .map_or_else(String::new, |p| p.peer.to_string());
         let pfc = snapshot.pfc.iter().find(|p| &p.port == name);
         let marks = queue_marks.iter().find(|r| &r.port == name);
         let (queue, deepest) = marks.map_or((0, 0), |r| {
