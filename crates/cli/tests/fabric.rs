@@ -1205,12 +1205,21 @@ fn ecn_above_xoff_lets_pfc_fire_first_and_ecn_below_it_does_not() {
     );
     // The thresholds sit where the report says relative to the XOFF point it computed.
     let xoff = report["feeding"][0]["xoff_point_bytes"].as_u64().unwrap();
-    assert!(below["ecn_max_bytes"].as_u64().unwrap() <= xoff, "{report:#}");
-    assert!(above["ecn_min_bytes"].as_u64().unwrap() > xoff, "{report:#}");
+    assert!(
+        below["ecn_max_bytes"].as_u64().unwrap() <= xoff,
+        "{report:#}"
+    );
+    assert!(
+        above["ecn_min_bytes"].as_u64().unwrap() > xoff,
+        "{report:#}"
+    );
     for run in runs {
         assert_eq!(run["lossless_drops"], 0, "{run:#}");
         assert_eq!(run["incast"]["errors"], serde_json::json!([]), "{run:#}");
-        assert!(run["victim"]["received"].as_u64().unwrap() > 1000, "{run:#}");
+        assert!(
+            run["victim"]["received"].as_u64().unwrap() > 1000,
+            "{run:#}"
+        );
     }
     // Below: DCQCN acted.
     assert!(below["cnps"].as_u64().unwrap() > 0, "{below:#}");
