@@ -47,7 +47,14 @@ impl Fabric {
     fn up(&self, args: &[&str]) -> Value {
         let out = run_ok(
             Command::new(HEADROOM)
-                .args(["lab", "fabric", "--prefix", &self.prefix, "--json"])
+                .args([
+                    "lab",
+                    "fabric",
+                    "--prefix",
+                    &self.prefix,
+                    "--json",
+                    "--detach",
+                ])
                 .args(args),
         );
         serde_json::from_slice(&out.stdout).expect("the --json output")
@@ -1170,6 +1177,73 @@ fn a_cyclic_buffer_dependency_deadlocks_without_the_watchdog_and_drains_with_it(
         assert_eq!(q["depth_at_end_bytes"], 0, "{q:#}");
     }
     assert_eq!(on["drained"], true, "{on:#}");
+/// `headroom lab fabric` without `--detach` stays in the foreground once the fabric is up, says
+/// when a switch's dataplane exits, and removes the whole fabric on Ctrl-C (SIGINT).
+#[test]
+fn up_stays_in_the_foreground_reports_an_exited_switch_and_removes_the_fabric_on_ctrl_c() {
+    use std::io::BufRead as _;
+    use std::time::{Duration, Instant};
+    let fabric = Fabric::new();
+    let mut child = Command::new(HEADROOM)
+        .args(["lab", "fabric", "--prefix", &fabric.prefix])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            eprintln!("up: {line}");
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |what: &str, within: Duration| {
+        let end = Instant::now() + within;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) if line.contains(what) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("no line with {what:?} from `headroom lab fabric` ({e})"),
+            }
+        }
+    };
+    wait_for("runs until Ctrl-C", Duration::from_secs(120));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "`up` returned instead of staying in the foreground"
+    );
+    assert!(!namespaces_with(&fabric.prefix).is_empty());
+
+    // A dataplane that dies is reported once, naming the switch.
+    let leaf1 = fabric.pid("leaf1");
+    run_ok(Command::new("kill").args(["-KILL", &leaf1.to_string()]));
+    let said = wait_for("its headroom exited", Duration::from_secs(10));
+    assert!(said.starts_with("leaf1:"), "{said}");
+
+    run_ok(Command::new("kill").args(["-INT", &child.id().to_string()]));
+    let end = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < end,
+            "`up` did not end within 60 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    assert_eq!(namespaces_with(&fabric.prefix), BTreeSet::new());
+    assert_eq!(processes_of(&fabric.prefix), Vec::<String>::new());
+    assert!(
+        !Path::new(&format!("/run/headroom/{}-fabric", fabric.prefix)).exists(),
+        "the fabric's run-time directory is left"
+    );
 }
 
 /// `headroom lab fabric scenario ecn-vs-pfc`: the incast with ECN marking below the receiver

@@ -120,6 +120,11 @@ struct UpArgs {
     /// Print the plan (and check the generated configurations) without building anything.
     #[arg(long)]
     dry_run: bool,
+    /// Return once the fabric is up and leave it running (`headroom lab fabric down` removes
+    /// it). Without it `up` stays in the foreground, reports a switch whose dataplane exits, and
+    /// removes the fabric on Ctrl-C (SIGINT or SIGTERM).
+    #[arg(long)]
+    detach: bool,
     /// Print nothing (a scenario builds its fabric).
     #[arg(skip)]
     quiet: bool,
@@ -141,6 +146,7 @@ impl UpArgs {
             timeout: DEFAULT_TIMEOUT_S,
             json: false,
             dry_run: false,
+            detach: true,
             quiet: false,
         }
     }
@@ -155,8 +161,8 @@ struct DownArgs {
 
 pub(crate) fn fabric(args: FabricArgs) -> ExitCode {
     let result = match args.action {
-        None => up(&args.up),
-        Some(FabricAction::Up(up_args)) => up(&up_args),
+        None => up_in_foreground(&args.up),
+        Some(FabricAction::Up(up_args)) => up_in_foreground(&up_args),
         Some(FabricAction::Down(down_args)) => down(&down_args),
         Some(FabricAction::Scenario(scenario_args)) => scenario::scenario(&scenario_args),
     };
@@ -164,6 +170,55 @@ pub(crate) fn fabric(args: FabricArgs) -> ExitCode {
         Ok(code) => code,
         Err(e) => e.exit(),
     }
+}
+
+/// How often the foreground `up` looks at the Ctrl-C flag and at the switches' dataplanes.
+const FOREGROUND_POLL: Duration = Duration::from_millis(250);
+
+/// `up` from the command line: builds or repairs the fabric, then — unless `--detach` or
+/// `--dry-run` — stays in the foreground until SIGINT/SIGTERM and removes the fabric, as a lab a
+/// user starts at a terminal is expected to (Mininet's CLI; `headroom lab`'s switch). A Ctrl-C
+/// during the bring-up stops `up` there and leaves what was built: `down` removes it, `up`
+/// repairs it.
+fn up_in_foreground(args: &UpArgs) -> Result<ExitCode, LabError> {
+    let code = up(args)?;
+    if args.detach || args.dry_run {
+        return Ok(code);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, std::sync::Arc::clone(&stop))
+            .map_err(|e| LabError::Failed(format!("cannot install a signal handler: {e}")))?;
+    }
+    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
+    let p = &args.prefix;
+    if !args.json {
+        crate::client::emit(format_args!(
+            "\nThe fabric runs until Ctrl-C, which removes it (`--detach` leaves it running).\n"
+        ));
+    }
+    // A dataplane that exits is said once, with its log; `up` again restarts it.
+    let mut reported_exited = BTreeSet::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        for switch in &plan.switches {
+            if switch_pid(p, &switch.name).is_none() && reported_exited.insert(switch.name.clone())
+            {
+                crate::client::emit(format_args!(
+                    "{}: its headroom exited (log {}); `headroom lab fabric --prefix {p} --detach` \
+                     in another terminal restarts it\n",
+                    switch.name,
+                    log_path(p, &switch.name).display()
+                ));
+            }
+        }
+        std::thread::sleep(FOREGROUND_POLL);
+    }
+    if !args.json {
+        crate::client::emit(format_args!("\nRemoving the fabric {p:?}...\n"));
+    }
+    down(&DownArgs {
+        prefix: args.prefix.clone(),
+    })
 }
 
 /// What `up` found and did, for the report.
@@ -1170,7 +1225,10 @@ fn describe(plan: &Plan, bring_up: &BringUp) -> String {
         "  prometheus --config.file={}   # scrapes every switch",
         dir.join(SCRAPE_FILE).display()
     );
-    let _ = writeln!(t, "  headroom lab fabric down --prefix {p}");
+    let _ = writeln!(
+        t,
+        "  headroom lab fabric down --prefix {p}   # removes a fabric started with --detach"
+    );
     t
 }
 
