@@ -1177,6 +1177,8 @@ fn a_cyclic_buffer_dependency_deadlocks_without_the_watchdog_and_drains_with_it(
         assert_eq!(q["depth_at_end_bytes"], 0, "{q:#}");
     }
     assert_eq!(on["drained"], true, "{on:#}");
+}
+
 /// `headroom lab fabric` without `--detach` stays in the foreground once the fabric is up, says
 /// when a switch's dataplane exits, and removes the whole fabric on Ctrl-C (SIGINT).
 #[test]
