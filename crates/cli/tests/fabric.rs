@@ -185,18 +185,7 @@ fn forwarded(namespace: &str) -> u64 {
     let out =
         run_ok(Command::new("ip").args(["netns", "exec", namespace, "cat", "/proc/net/snmp"]));
     let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-    let column = names
-        .split_whitespace()
-        .position(|n| n == "ForwDatagrams")
-        .unwrap();
-    values
-        .split_whitespace()
-        .nth(column)
-        .unwrap()
-        .parse()
-        .unwrap()
+    common::ip_forw_datagrams(&snmp)
 }
 
 /// tcpdump in a namespace, read back with tshark.

@@ -28,18 +28,7 @@ use std::time::{Duration, Instant};
 /// `Ip: ForwDatagrams` of /proc/net/snmp in S: datagrams the kernel forwarded.
 fn kernel_forwarded(lab: &Lab) -> u64 {
     let snmp = switch_run(lab, "cat", &["/proc/net/snmp"]);
-    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-    let column = names
-        .split_whitespace()
-        .position(|n| n == "ForwDatagrams")
-        .expect("ForwDatagrams in /proc/net/snmp");
-    values
-        .split_whitespace()
-        .nth(column)
-        .unwrap()
-        .parse()
-        .unwrap()
+    common::ip_forw_datagrams(&snmp)
 }
 
 #[test]

@@ -35,18 +35,7 @@ fn switch_run(lab: &Lab, program: &str, args: &[&str]) -> String {
 
 fn kernel_forwarded(lab: &Lab) -> u64 {
     let snmp = switch_run(lab, "cat", &["/proc/net/snmp"]);
-    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-    let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-    let column = names
-        .split_whitespace()
-        .position(|n| n == "ForwDatagrams")
-        .unwrap();
-    values
-        .split_whitespace()
-        .nth(column)
-        .unwrap()
-        .parse()
-        .unwrap()
+    common::ip_forw_datagrams(&snmp)
 }
 
 fn host_interface(lab: &Lab, name: &str) -> serde_json::Value {

@@ -65,6 +65,25 @@ pub fn require(tools: &[&str]) {
     );
 }
 
+/// `Ip: ForwDatagrams` of a /proc/net/snmp text: the datagrams that namespace's kernel forwarded
+/// (the routed tests check it stays flat while headroom forwards). The `Ip:` header line names the
+/// columns, the next `Ip:` line holds the values (RFC 4293's ipSystemStatsOutForwDatagrams).
+pub fn ip_forw_datagrams(snmp: &str) -> u64 {
+    let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
+    let (Some(names), Some(values)) = (ip.next(), ip.next()) else {
+        panic!("no Ip: lines in /proc/net/snmp:\n{snmp}");
+    };
+    let column = names
+        .split_whitespace()
+        .position(|n| n == "ForwDatagrams")
+        .unwrap_or_else(|| panic!("no ForwDatagrams column in /proc/net/snmp:\n{snmp}"));
+    values
+        .split_whitespace()
+        .nth(column)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no ForwDatagrams value in /proc/net/snmp:\n{snmp}"))
+}
+
 /// The machine-wide lock every end-to-end test holds while it runs.
 #[derive(Debug)]
 pub struct TestLock(File);

@@ -161,18 +161,7 @@ impl TwoRouters {
     /// `Ip: ForwDatagrams` of /proc/net/snmp in `switch`'s namespace: what its kernel forwarded.
     pub fn forwarded(&self, switch: &str) -> u64 {
         let snmp = self.run(switch, "cat", &["/proc/net/snmp"]);
-        let mut ip = snmp.lines().filter(|l| l.starts_with("Ip:"));
-        let (names, values) = (ip.next().unwrap(), ip.next().unwrap());
-        let column = names
-            .split_whitespace()
-            .position(|n| n == "ForwDatagrams")
-            .unwrap();
-        values
-            .split_whitespace()
-            .nth(column)
-            .unwrap()
-            .parse()
-            .unwrap()
+        super::ip_forw_datagrams(&snmp)
     }
 
     /// Counter `key` of `port`'s row in `show host-interfaces --json` of `switch`.
