@@ -1013,6 +1013,13 @@ fn a_pfc_storm_from_one_host_reaches_the_spines_without_the_watchdog_and_not_wit
     assert_eq!(off["storms_detected"], 0, "{off:#}");
     // With it: detected at leaf2 Ethernet3, and nothing reaches the spines.
     assert!(on["storms_detected"].as_u64().unwrap() >= 1, "{on:#}");
+    // Within the settle time (detection 200 ms + a 200 ms poll in the template, polled by the
+    // scenario; 1,500 ms settle), and never without the watchdog.
+    let detected = on["detected_after_ms"]
+        .as_u64()
+        .expect("a time to detection");
+    assert!((150..1500).contains(&detected), "{on:#}");
+    assert!(off["detected_after_ms"].is_null(), "{off:#}");
     assert!(
         on["watchdog_state"].as_str().unwrap().contains("stormed"),
         "{on:#}"

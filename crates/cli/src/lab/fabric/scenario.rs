@@ -456,7 +456,15 @@ pub(crate) struct StormRun {
     pub storms_detected: u64,
     /// The stormed port's watchdog state at the end of the window.
     pub watchdog_state: String,
+    /// Milliseconds from the storm's first PFC frame until the stormed leaf's counters showed
+    /// the detection (polled every [`DETECTION_POLL`], so an upper bound by up to a poll and a
+    /// round of control requests); `None` without the watchdog or when nothing was detected
+    /// before the window.
+    pub detected_after_ms: Option<u64>,
 }
+
+/// How often the storm scenario looks for the watchdog's detection during the settle time.
+const DETECTION_POLL: Duration = Duration::from_millis(25);
 
 /// The storm scenario's report.
 #[derive(Clone, Debug, Serialize)]
@@ -583,9 +591,16 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
     frame
         .emit_frame(headroom_wire::ethernet::MacAddress(stormed.mac), &mut pfc)
         .map_err(|e| LabError::Failed(format!("building the PFC frame: {e:?}")))?;
+    let storms_at = |v: &super::view::FabricView| {
+        v.ports
+            .iter()
+            .find(|r| r.switch == last_leaf && r.port == stormed.leaf_port)
+            .map_or(0, |r| r.storms_detected)
+    };
     let mut runs = Vec::new();
     for watchdog in [false, true] {
         set_watchdogs(&plan, watchdog)?;
+        let storms_before = storms_at(&super::view::collect(&plan));
         let raw = headroom_afpacket::lab::RawSender::open(&stormed.namespace, &stormed.device)
             .map_err(|e| {
                 LabError::Failed(format!("packet socket in {}: {e}", stormed.namespace))
@@ -598,26 +613,45 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
         let to = SocketAddrV4::new(stormed.address, ROCE_PORT);
         let stop = std::sync::atomic::AtomicBool::new(false);
         let payload = [0u8; 1000];
-        let (before, after, storm_frames_sent, flow_datagrams_sent) = std::thread::scope(|scope| {
-            let storm = repeat(scope, &stop, Duration::from_millis(10), || {
-                let _ = raw.send(&pfc);
+        let (before, after, storm_frames_sent, flow_datagrams_sent, detected_after_ms) =
+            std::thread::scope(|scope| {
+                let storm_started = std::time::Instant::now();
+                let storm = repeat(scope, &stop, Duration::from_millis(10), || {
+                    let _ = raw.send(&pfc);
+                });
+                // About 30 Mb/s of lossless traffic towards the stormed host.
+                let flow = repeat(scope, &stop, Duration::from_micros(250), || {
+                    let _ = socket.send_to(&payload, to);
+                });
+                // The settle time, watching for the detection (SONiC: within detection_time plus
+                // a poll_interval of the storm's start).
+                let settle = Duration::from_millis(args.settle_ms);
+                let mut detected_after_ms = None;
+                while storm_started.elapsed() < settle {
+                    if watchdog
+                        && detected_after_ms.is_none()
+                        && storms_at(&super::view::collect(&plan)) > storms_before
+                    {
+                        detected_after_ms = Some(
+                            u64::try_from(storm_started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                        );
+                    }
+                    std::thread::sleep(
+                        DETECTION_POLL.min(settle.saturating_sub(storm_started.elapsed())),
+                    );
+                }
+                let before = super::view::collect(&plan);
+                std::thread::sleep(Duration::from_millis(args.window_ms));
+                let after = super::view::collect(&plan);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                (
+                    before,
+                    after,
+                    storm.join().unwrap_or(0),
+                    flow.join().unwrap_or(0),
+                    detected_after_ms,
+                )
             });
-            // About 30 Mb/s of lossless traffic towards the stormed host.
-            let flow = repeat(scope, &stop, Duration::from_micros(250), || {
-                let _ = socket.send_to(&payload, to);
-            });
-            std::thread::sleep(Duration::from_millis(args.settle_ms));
-            let before = super::view::collect(&plan);
-            std::thread::sleep(Duration::from_millis(args.window_ms));
-            let after = super::view::collect(&plan);
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            (
-                before,
-                after,
-                storm.join().unwrap_or(0),
-                flow.join().unwrap_or(0),
-            )
-        });
         for view in [&before, &after] {
             if let Some((name, e)) = view.unreachable.iter().next() {
                 return Err(LabError::Failed(format!("{name} does not answer: {e}")));
@@ -677,6 +711,7 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
             spines_sent_to_other_leaves: sent,
             storms_detected: stormed_row.map_or(0, |r| r.storms_detected),
             watchdog_state: stormed_row.map_or_else(String::new, |r| r.watchdog.clone()),
+            detected_after_ms,
         });
         // The storm is over: the paused queues drain and the watchdog restores.
         std::thread::sleep(Duration::from_secs(1));
@@ -769,6 +804,13 @@ fn describe_storm(r: &StormReport) -> String {
                 "  CONTAINED at {} {}: {} storm(s) detected (watchdog {}), no PFC to the spines",
                 r.stormed_leaf, r.stormed_port, run.storms_detected, run.watchdog_state
             );
+            if let Some(ms) = run.detected_after_ms {
+                let _ = writeln!(
+                    t,
+                    "  DETECTED {ms} ms after the storm's first PFC frame (polled every {} ms)",
+                    DETECTION_POLL.as_millis()
+                );
+            }
         }
     }
     t
