@@ -30,7 +30,7 @@
 use super::plan::{link_peer_address, Peer, Plan};
 use super::scenario::{set_watchdogs, ROCE_PORT};
 use super::{read_plan, switch_socket, UpArgs};
-use crate::client::{emit, Target};
+use crate::client::Target;
 use crate::lab::{in_namespace, ip, LabError};
 use crate::table::{thousands, Table};
 use clap::Args;
@@ -402,13 +402,7 @@ pub(super) fn deadlock(args: &DeadlockArgs) -> Result<ExitCode, LabError> {
         runs,
         restored,
     };
-    if args.json {
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
-        emit(format_args!("{text}\n"));
-    } else {
-        emit(format_args!("{}", describe(&report)));
-    }
+    super::scenario::print_report(&report, args.json, describe)?;
     Ok(if report.restored {
         ExitCode::SUCCESS
     } else {

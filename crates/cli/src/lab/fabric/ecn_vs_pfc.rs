@@ -27,7 +27,7 @@ use super::scenario::{ends, run_incast, IncastReport};
 use super::switch_config::WRED_PROFILE;
 use super::victim::{describe_window, victim_hosts, Victim, VictimWindow};
 use super::{read_plan, switch_socket, UpArgs};
-use crate::client::{emit, Target};
+use crate::client::Target;
 use crate::lab::config::EcnThresholds;
 use crate::lab::incast::{Dcqcn, OnOff};
 use crate::lab::LabError;
@@ -359,13 +359,7 @@ pub(super) fn ecn_vs_pfc(args: &EcnVsPfcArgs) -> Result<ExitCode, LabError> {
         runs,
         pfc_ratio,
     };
-    if args.json {
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
-        emit(format_args!("{text}\n"));
-    } else {
-        emit(format_args!("{}", describe(&report)));
-    }
+    super::scenario::print_report(&report, args.json, describe)?;
     let failed = report.runs.iter().any(|r| !r.incast.errors.is_empty());
     Ok(if failed {
         ExitCode::FAILURE

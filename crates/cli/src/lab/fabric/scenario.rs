@@ -223,13 +223,7 @@ fn polarization(args: &PolarizationArgs) -> Result<ExitCode, LabError> {
         packets_per_flow: args.packets_per_flow,
         runs,
     };
-    if args.json {
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
-        emit(format_args!("{text}\n"));
-    } else {
-        emit(format_args!("{}", describe(&report)));
-    }
+    print_report(&report, args.json, describe)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -507,6 +501,22 @@ fn repeat<'scope>(
         .expect("spawning a thread")
 }
 
+/// Prints a scenario's report: one JSON object with `--json`, else its `describe` text.
+pub(super) fn print_report<R: Serialize>(
+    report: &R,
+    json: bool,
+    describe: impl FnOnce(&R) -> String,
+) -> Result<(), LabError> {
+    if json {
+        let text =
+            serde_json::to_string_pretty(report).map_err(|e| LabError::Failed(e.to_string()))?;
+        emit(format_args!("{text}\n"));
+    } else {
+        emit(format_args!("{}", describe(report)));
+    }
+    Ok(())
+}
+
 /// Sets `port_defaults.KEY_SUFFIX = value` on every switch: every port of the fabric template
 /// takes the key from `[port_defaults]` (none sets it itself), so one `set` per switch changes
 /// every port. A `set` is a drained restart of the switch's dataplane (docs/operations.md), which
@@ -728,13 +738,7 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
         window_ms: args.window_ms,
         runs,
     };
-    if args.json {
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
-        emit(format_args!("{text}\n"));
-    } else {
-        emit(format_args!("{}", describe_storm(&report)));
-    }
+    print_report(&report, args.json, describe_storm)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1121,13 +1125,7 @@ fn incast(args: &IncastArgs) -> Result<ExitCode, LabError> {
         set_pfc(&plan, "[3, 4]")?;
     }
     let report = report?;
-    if args.json {
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| LabError::Failed(e.to_string()))?;
-        emit(format_args!("{text}\n"));
-    } else {
-        emit(format_args!("{}", describe_incast(&report)));
-    }
+    print_report(&report, args.json, describe_incast)?;
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
     } else {
