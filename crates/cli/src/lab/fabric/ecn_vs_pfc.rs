@@ -23,8 +23,9 @@
 //! first mark).
 
 use super::plan::{Host, Plan};
-use super::scenario::{ends, run_incast, IncastReport};
+use super::scenario::{ends, run_incast, IncastReport, IncastTraffic};
 use super::switch_config::WRED_PROFILE;
+use super::thresholds::{lossless_pg_thresholds, PgThresholds};
 use super::victim::{describe_window, victim_hosts, Victim, VictimWindow};
 use super::{read_plan, switch_socket, UpArgs};
 use crate::client::Target;
@@ -33,7 +34,7 @@ use crate::lab::incast::{Dcqcn, OnOff};
 use crate::lab::LabError;
 use crate::table::{thousands, Table};
 use clap::Args;
-use headroom_runtime::protocol::{Change, Request, RunningConfig, Show};
+use headroom_runtime::protocol::{Change, Request};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -75,30 +76,6 @@ pub(super) struct EcnVsPfcArgs {
     /// One JSON object instead of the tables.
     #[arg(long)]
     json: bool,
-}
-
-/// The lossless PG's thresholds on one port of the receiver's leaf, from its running
-/// configuration (`headroom_config::derived`).
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct PgThresholds {
-    /// The switch.
-    pub switch: String,
-    /// Its port.
-    pub port: String,
-    /// What is at the other end.
-    pub peer: String,
-    /// The PG priority 3 maps to.
-    pub pg: u8,
-    /// Reserved (profile `size`), bytes.
-    pub reserved_bytes: u64,
-    /// Shared bytes this PG may use when it alone is congested.
-    pub shared_limit_bytes: u64,
-    /// Occupancy at which the PG sends XOFF (reserved + shared limit), bytes.
-    pub xoff_point_bytes: u64,
-    /// Headroom after XOFF (the formula's `xoff`), bytes.
-    pub headroom_bytes: u64,
-    /// XOFF point + headroom, bytes: arrivals beyond are dropped.
-    pub drop_point_bytes: u64,
 }
 
 /// One run.
@@ -146,59 +123,6 @@ pub(crate) struct EcnVsPfcReport {
     /// PFC frames of the above run over those of the below run (`None`: the below run sent
     /// none).
     pub pfc_ratio: Option<f64>,
-}
-
-/// The receiver leaf's lossless PG thresholds on every port but `bottleneck`, computed from its
-/// running configuration by the configuration crate.
-fn feeding_thresholds(
-    plan: &Plan,
-    leaf: &str,
-    bottleneck: &str,
-) -> Result<Vec<PgThresholds>, LabError> {
-    let target = Target::for_socket(switch_socket(&plan.spec.prefix, leaf));
-    let (running, _) = target
-        .fetch::<RunningConfig>(&Request::Show { what: Show::Config })
-        .map_err(|e| LabError::Failed(format!("{leaf}: {e}")))?;
-    let (config, _) = headroom_config::parse(&running.text, &running.file)
-        .map_err(|e| LabError::Failed(format!("{leaf}'s running configuration: {e}")))?;
-    let derived = headroom_config::derived(&config);
-    let planned = plan
-        .switch(leaf)
-        .ok_or_else(|| LabError::Failed(format!("no switch {leaf}")))?;
-    let mut rows = Vec::new();
-    for (port, values) in config.ports.iter().zip(&derived.ports) {
-        if port.name == bottleneck {
-            continue;
-        }
-        let tc = port.maps.dscp_to_tc[DSCP];
-        let pg = port.maps.tc_to_pg[usize::from(tc & 7)];
-        let Some(group) = values.priority_groups.get(usize::from(pg)) else {
-            continue;
-        };
-        let Some(xoff_point_bytes) = group.xoff_point_bytes else {
-            return Err(LabError::Failed(format!(
-                "{leaf} {}: PG {pg} is not lossless",
-                port.name
-            )));
-        };
-        let peer = planned
-            .ports
-            .iter()
-            .find(|p| p.name == port.name)
-            .map_or_else(String::new, |p| p.peer.to_string());
-        rows.push(PgThresholds {
-            switch: leaf.to_owned(),
-            port: port.name.clone(),
-            peer,
-            pg,
-            reserved_bytes: group.reserved_bytes,
-            shared_limit_bytes: group.shared_limit_bytes,
-            xoff_point_bytes,
-            headroom_bytes: group.headroom_bytes,
-            drop_point_bytes: group.drop_point_bytes,
-        });
-    }
-    Ok(rows)
 }
 
 /// Marks CE on the lossless queues of every switch between `ecn` thresholds, or not at all.
@@ -260,7 +184,13 @@ fn compare(
             victim_to,
             Duration::from_micros(args.victim_interval_us.max(100)),
         )?;
-        let incast = run_incast(plan, rocegen, args.duration, args.size, args.dcqcn, true);
+        let traffic = IncastTraffic {
+            duration_s: args.duration,
+            size: args.size,
+            qps: 1,
+            dcqcn: args.dcqcn,
+        };
+        let incast = run_incast(plan, rocegen, traffic, true);
         let start_ms = u64::try_from(ROCEGEN_CONNECT.as_millis()).unwrap_or(0);
         let end_ms = (start_ms + (args.duration * 1000.0) as u64).min(victim.now_ms());
         let record = victim.finish();
@@ -311,7 +241,10 @@ pub(super) fn ecn_vs_pfc(args: &EcnVsPfcArgs) -> Result<ExitCode, LabError> {
     // thresholds, so it is set first.
     let template = EcnThresholds::LAB;
     set_ecn(&plan, Some(template))?;
-    let feeding = feeding_thresholds(&plan, &leaf, &receiver.leaf_port)?;
+    let feeding: Vec<PgThresholds> = lossless_pg_thresholds(&plan, &leaf, DSCP)?
+        .into_iter()
+        .filter(|t| t.port != receiver.leaf_port)
+        .collect();
     let xoff = feeding
         .iter()
         .map(|f| f.xoff_point_bytes)

@@ -19,9 +19,11 @@
 pub(crate) mod deadlock;
 pub(crate) mod ecn_vs_pfc;
 pub(crate) mod frr;
+pub(crate) mod funnel;
 pub(crate) mod plan;
 pub(crate) mod scenario;
 pub(crate) mod switch_config;
+pub(crate) mod thresholds;
 pub(crate) mod victim;
 pub(crate) mod view;
 

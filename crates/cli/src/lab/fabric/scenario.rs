@@ -90,6 +90,10 @@ enum Scenario {
     /// The incast twice, ECN marking below the ingress XOFF point then above it: PFC, CNPs,
     /// ECN marks and a victim flow's goodput and delay side by side.
     EcnVsPfc(super::ecn_vs_pfc::EcnVsPfcArgs),
+    /// The incast with PFC as the only brake: the pause funnelling back from the receiver's
+    /// leaf to the spines and the senders' leaf, each hop's headroom use against the headroom
+    /// it computed.
+    Funnel(super::funnel::FunnelArgs),
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +145,7 @@ pub(super) fn scenario(args: &ScenarioArgs) -> Result<ExitCode, LabError> {
         Scenario::Incast(i) => incast(i),
         Scenario::Deadlock(d) => super::deadlock::deadlock(d),
         Scenario::EcnVsPfc(e) => super::ecn_vs_pfc::ecn_vs_pfc(e),
+        Scenario::Funnel(f) => super::funnel::funnel(f),
     }
 }
 
@@ -519,19 +524,24 @@ pub(super) fn print_report<R: Serialize>(
 
 /// Sets `port_defaults.KEY_SUFFIX = value` on every switch: every port of the fabric template
 /// takes the key from `[port_defaults]` (none sets it itself), so one `set` per switch changes
-/// every port. A `set` is a drained restart of the switch's dataplane (docs/operations.md), which
-/// takes up to seconds under load: one per switch, all switches at once, instead of one per port
-/// in turn (a 6-switch fabric took minutes that way).
+/// every port.
 pub(super) fn set_on_every_port(
     plan: &Plan,
     key_suffix: &str,
     value: &str,
 ) -> Result<(), LabError> {
+    set_on_every_switch(plan, &format!("port_defaults.{key_suffix}"), value)
+}
+
+/// Sets `key = value` on every switch. A `set` is a drained restart of the switch's dataplane
+/// (docs/operations.md), which takes up to seconds under load: all switches at once, one thread
+/// each, instead of in turn (a 6-switch fabric took minutes that way).
+pub(super) fn set_on_every_switch(plan: &Plan, key: &str, value: &str) -> Result<(), LabError> {
     use headroom_runtime::protocol::Change;
     let set_one = |switch: &super::plan::Switch| -> Result<(), LabError> {
         let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
         let change = Change::Key {
-            key: format!("port_defaults.{key_suffix}"),
+            key: key.to_owned(),
             value: value.to_owned(),
         };
         let answer = target
@@ -541,7 +551,7 @@ pub(super) fn set_on_every_port(
             Ok(())
         } else {
             Err(LabError::Failed(format!(
-                "{}: setting port_defaults.{key_suffix} = {value} refused: {}",
+                "{}: setting {key} = {value} refused: {}",
                 switch.name, answer.data
             )))
         }
@@ -959,16 +969,35 @@ fn finish(mut child: std::process::Child, deadline: std::time::Instant) -> (Stri
     }
 }
 
+/// What each sender of an incast runs (rocegen write_bw's options).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct IncastTraffic {
+    /// Seconds of traffic (-D).
+    pub duration_s: f64,
+    /// RDMA WRITE size, bytes (-s).
+    pub size: u32,
+    /// Queue pairs per sender (-q). Each QP has at most rocegen's window (1,024 packets, about
+    /// 1.1 MB at the lab's MTU) outstanding, which bounds what one sender can leave queued in
+    /// the fabric.
+    pub qps: u32,
+    /// DCQCN mode (--dcqcn).
+    pub dcqcn: crate::lab::incast::Dcqcn,
+}
+
 /// Runs one incast (every host but the last one's → the last host) on a built fabric: the
 /// fabric's counters before and after, every rocegen's report.
 pub(super) fn run_incast(
     plan: &Plan,
     rocegen: &std::path::Path,
-    duration_s: f64,
-    size: u32,
-    dcqcn: crate::lab::incast::Dcqcn,
+    traffic: IncastTraffic,
     pfc: bool,
 ) -> Result<IncastReport, LabError> {
+    let IncastTraffic {
+        duration_s,
+        size,
+        qps,
+        dcqcn,
+    } = traffic;
     use headroom_rocegen::report::Report as RocegenReport;
     let (_, last_leaf) = ends(plan);
     let receiver = plan
@@ -1015,6 +1044,8 @@ pub(super) fn run_incast(
             size.to_string(),
             "-D".into(),
             duration_s.to_string(),
+            "-q".into(),
+            qps.to_string(),
         ]);
         clients.push(
             rocegen_in(rocegen, &s.namespace, &a)
@@ -1119,7 +1150,13 @@ fn incast(args: &IncastArgs) -> Result<ExitCode, LabError> {
     if !pfc {
         set_pfc(&plan, "[4]")?;
     }
-    let report = run_incast(&plan, &rocegen, args.duration, args.size, args.dcqcn, pfc);
+    let traffic = IncastTraffic {
+        duration_s: args.duration,
+        size: args.size,
+        qps: 1,
+        dcqcn: args.dcqcn,
+    };
+    let report = run_incast(&plan, &rocegen, traffic, pfc);
     if !pfc {
         // The fabric is left as the template has it.
         set_pfc(&plan, "[3, 4]")?;
