@@ -183,6 +183,8 @@ fn compare(
             victim_from,
             victim_to,
             Duration::from_micros(args.victim_interval_us.max(100)),
+            0,
+            std::time::Instant::now(),
         )?;
         let traffic = IncastTraffic {
             duration_s: args.duration,

@@ -45,6 +45,7 @@
 //! leaf declares the storm, drops the queue and pauses nobody.
 
 use super::plan::{Peer, Plan};
+use super::victim::{Victim, VictimWindow};
 use super::{read_plan, switch_socket, UpArgs};
 use crate::client::{emit, Target};
 use crate::lab::{in_namespace, LabError};
@@ -460,6 +461,72 @@ pub(crate) struct StormRun {
     /// round of control requests); `None` without the watchdog or when nothing was detected
     /// before the window.
     pub detected_after_ms: Option<u64>,
+    /// The victim flows (between two hosts the storm does not involve), before the storm, in
+    /// the window, and in the second after the storm.
+    pub victims: Vec<StormVictim>,
+    /// Victim flows that received less than half of what they sent in the window.
+    pub victims_stalled: u64,
+}
+
+/// One victim flow of a storm run.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StormVictim {
+    /// `host2:50000 -> host3:5001`.
+    pub flow: String,
+    /// The second before the storm (after a warm-up).
+    pub before: VictimWindow,
+    /// The window the PFC frames are counted in.
+    pub during: VictimWindow,
+    /// The second after the storm stopped.
+    pub after: VictimWindow,
+    /// Datagrams never received, the whole run.
+    pub lost: u64,
+}
+
+impl StormVictim {
+    /// Received less than half of what it sent in the window.
+    fn stalled(&self) -> bool {
+        self.during.received * 2 < self.during.sent
+    }
+}
+
+/// Victim flows in the storm scenario: several 5-tuples (fixed UDP ports), so that some hash
+/// to the spine the storm pauses and some to the other.
+const STORM_VICTIM_FLOWS: u16 = 8;
+/// Each victim's period: 8 flows of 256 B every 10 ms, 1.6 Mb/s in all. A stalled flow's
+/// datagrams wait in its leaf, in the PG of the victims' sending host, for the settle time and
+/// the window (3.5 s): at most 0.72 MB if all 8 stall, below that PG's XOFF point (1,056,768 B
+/// at 100M), so the victims never make their leaf pause their host, which ignores PFC, and then
+/// drop it. (At one datagram a millisecond they did: every victim flow lost its datagrams at
+/// leaf1, also those hashed to the spine that was not paused.)
+const STORM_VICTIM_INTERVAL: Duration = Duration::from_millis(10);
+/// Victims start this long before the storm.
+const STORM_VICTIM_LEAD: Duration = Duration::from_millis(1000);
+/// The first milliseconds of the victims (ARP, the first datagrams) are not measured.
+const STORM_VICTIM_WARMUP_MS: u64 = 200;
+
+/// The storm's victims: the second host of the first leaf (the first host sends the flow that
+/// feeds the storm; a Linux host ignores PFC, so once its leaf's PG is full every flow from it
+/// is dropped at the leaf, and the victims would then measure that, not the pause) → the first
+/// host of the stormed leaf, which is not the stormed host.
+fn storm_victim_hosts(
+    plan: &Plan,
+    first_leaf: &str,
+    last_leaf: &str,
+    stormed: &super::plan::Host,
+) -> Result<(super::plan::Host, super::plan::Host), LabError> {
+    let from = plan.hosts_of(first_leaf).nth(1).cloned();
+    let to = plan
+        .hosts_of(last_leaf)
+        .find(|h| h.name != stormed.name)
+        .cloned();
+    match (from, to) {
+        (Some(from), Some(to)) => Ok((from, to)),
+        _ => Err(LabError::Failed(format!(
+            "the storm's victim flows need two hosts on {first_leaf} and on {last_leaf} \
+             (--hosts-per-leaf 2 or more)"
+        ))),
+    }
 }
 
 /// How often the storm scenario looks for the watchdog's detection during the settle time.
@@ -598,6 +665,7 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
         .next()
         .cloned()
         .ok_or_else(|| LabError::Failed(format!("{first_leaf} has no host")))?;
+    let (victim_from, victim_to) = storm_victim_hosts(&plan, &first_leaf, &last_leaf, &stormed)?;
     // The PFC frame of a stuck NIC (IEEE 802.1Qbb): priority 3 paused for 65535 quanta (0.34 s
     // at 100M), from the host's MAC.
     let mut quanta = [0u16; 8];
@@ -633,6 +701,17 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
         let to = SocketAddrV4::new(stormed.address, ROCE_PORT);
         let stop = std::sync::atomic::AtomicBool::new(false);
         let payload = [0u8; 1000];
+        // The victims run from a second before the storm until a second after it.
+        let base = std::time::Instant::now();
+        let victims = (0..STORM_VICTIM_FLOWS)
+            .map(|flow| Victim::start(&victim_from, &victim_to, STORM_VICTIM_INTERVAL, flow, base))
+            .collect::<Result<Vec<_>, LabError>>()?;
+        std::thread::sleep(STORM_VICTIM_LEAD);
+        let ms = |at: std::time::Instant| {
+            u64::try_from(at.saturating_duration_since(base).as_millis()).unwrap_or(u64::MAX)
+        };
+        let mut window_ms = (0, 0);
+        let storm_start_ms = ms(std::time::Instant::now());
         let (before, after, storm_frames_sent, flow_datagrams_sent, detected_after_ms) =
             std::thread::scope(|scope| {
                 let storm_started = std::time::Instant::now();
@@ -660,9 +739,11 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
                         DETECTION_POLL.min(settle.saturating_sub(storm_started.elapsed())),
                     );
                 }
+                window_ms.0 = ms(std::time::Instant::now());
                 let before = super::view::collect(&plan);
                 std::thread::sleep(Duration::from_millis(args.window_ms));
                 let after = super::view::collect(&plan);
+                window_ms.1 = ms(std::time::Instant::now());
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 (
                     before,
@@ -732,9 +813,36 @@ fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
             storms_detected: stormed_row.map_or(0, |r| r.storms_detected),
             watchdog_state: stormed_row.map_or_else(String::new, |r| r.watchdog.clone()),
             detected_after_ms,
+            victims: Vec::new(),
+            victims_stalled: 0,
         });
-        // The storm is over: the paused queues drain and the watchdog restores.
+        // The storm is over: the paused queues drain and the watchdog restores; the victims
+        // are measured over that second too.
+        let storm_end_ms = ms(std::time::Instant::now());
         std::thread::sleep(Duration::from_secs(1));
+        let end_ms = ms(std::time::Instant::now());
+        let flows: Vec<StormVictim> = victims
+            .into_iter()
+            .zip(0u16..)
+            .map(|(victim, flow)| {
+                let record = victim.finish();
+                let (source_port, destination_port) = Victim::ports(flow);
+                StormVictim {
+                    flow: format!(
+                        "{}:{source_port} -> {}:{destination_port}",
+                        victim_from.name, victim_to.name
+                    ),
+                    before: record.window(STORM_VICTIM_WARMUP_MS, storm_start_ms),
+                    during: record.window(window_ms.0, window_ms.1),
+                    after: record.window(storm_end_ms, end_ms),
+                    lost: record.lost,
+                }
+            })
+            .collect();
+        if let Some(run) = runs.last_mut() {
+            run.victims_stalled = flows.iter().filter(|f| f.stalled()).count() as u64;
+            run.victims = flows;
+        }
     }
     // The fabric is left as the template has it: the watchdog on.
     set_watchdogs(&plan, true)?;
@@ -825,6 +933,45 @@ fn describe_storm(r: &StormReport) -> String {
                     DETECTION_POLL.as_millis()
                 );
             }
+        }
+        if let Some(first) = run.victims.first() {
+            let mut table = Table::new([
+                "Victim flow",
+                "Before Mb/s",
+                "Window Mb/s",
+                "Window rx/tx",
+                "Window p99 ms",
+                "After Mb/s",
+            ])
+            .left_all();
+            let ms = |v: Option<u64>| {
+                v.map_or_else(|| "-".to_owned(), |us| format!("{:.1}", us as f64 / 1000.0))
+            };
+            for v in &run.victims {
+                table.row([
+                    v.flow.clone(),
+                    format!("{:.2}", v.before.goodput_mbps),
+                    format!("{:.2}", v.during.goodput_mbps),
+                    format!("{}/{}", v.during.received, v.during.sent),
+                    ms(v.during.delay_p99_us),
+                    format!("{:.2}", v.after.goodput_mbps),
+                ]);
+            }
+            let _ = write!(t, "{table}");
+            let between = first.flow.split(':').next().unwrap_or("");
+            let _ = writeln!(
+                t,
+                "  VICTIMS: {} of {} flows from {between} to a host other than {} {} in the window",
+                run.victims_stalled,
+                run.victims.len(),
+                r.stormed_host,
+                if run.victims_stalled > 0 {
+                    "stalled (received less than half of what they sent): the pause stops flows \
+                     that share only a link with the storm"
+                } else {
+                    "stalled"
+                }
+            );
         }
     }
     t

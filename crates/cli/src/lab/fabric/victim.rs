@@ -19,8 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The victim's UDP port (not RoCEv2's 4791: the hosts' rocegens read that one).
+/// The first victim flow's UDP destination port (not RoCEv2's 4791: the hosts' rocegens read
+/// that one); flow `k` sends to `VICTIM_PORT + k`.
 const VICTIM_PORT: u16 = 5001;
+/// The first victim flow's UDP source port; flow `k` sends from `VICTIM_SOURCE_PORT + k`. Fixed
+/// (not an ephemeral port), so that each flow's 5-tuple, and so the spine ECMP hashes it to,
+/// is the same in every run.
+const VICTIM_SOURCE_PORT: u16 = 50_000;
 /// DSCP 3 → priority 3, lossless in the fabric's template (the incast's and the storm's).
 const VICTIM_DSCP: u8 = 3;
 /// Bytes of UDP payload per datagram: small, so that the victim itself congests nothing (at one
@@ -73,21 +78,28 @@ pub(crate) struct VictimRecord {
 }
 
 impl Victim {
-    /// Starts a flow `from` → `to`, one datagram every `interval`.
-    pub(super) fn start(from: &Host, to: &Host, interval: Duration) -> Result<Self, LabError> {
+    /// Starts flow number `flow` `from` → `to`, one datagram every `interval`; its times are
+    /// counted from `base` (several flows given one base share a time line).
+    pub(super) fn start(
+        from: &Host,
+        to: &Host,
+        interval: Duration,
+        flow: u16,
+        base: Instant,
+    ) -> Result<Self, LabError> {
+        let (source_port, destination_port) = Self::ports(flow);
         let receive = in_namespace(&to.namespace, || {
-            let socket = UdpSocket::bind(SocketAddrV4::new(to.address, VICTIM_PORT))?;
+            let socket = UdpSocket::bind(SocketAddrV4::new(to.address, destination_port))?;
             socket.set_read_timeout(Some(Duration::from_millis(50)))?;
             Ok(socket)
         })?;
         let send = in_namespace(&from.namespace, || {
-            let socket = UdpSocket::bind(SocketAddrV4::new(from.address, 0))?;
+            let socket = UdpSocket::bind(SocketAddrV4::new(from.address, source_port))?;
             rustix::net::sockopt::set_ip_tos(&socket, VICTIM_DSCP << 2)?;
             Ok(socket)
         })?;
-        let base = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let to_address = SocketAddrV4::new(to.address, VICTIM_PORT);
+        let to_address = SocketAddrV4::new(to.address, destination_port);
         let stop_sender = Arc::clone(&stop);
         let sender = std::thread::Builder::new()
             .name("victim-send".into())
@@ -150,7 +162,12 @@ impl Victim {
         })
     }
 
-    /// Ms since the flow started.
+    /// Flow `flow`'s UDP source and destination ports.
+    pub(crate) fn ports(flow: u16) -> (u16, u16) {
+        (VICTIM_SOURCE_PORT + flow, VICTIM_PORT + flow)
+    }
+
+    /// Ms since the flow's base.
     pub(crate) fn now_ms(&self) -> u64 {
         elapsed_ns(self.base) / 1_000_000
     }
