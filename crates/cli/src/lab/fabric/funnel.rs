@@ -191,23 +191,17 @@ pub(super) fn funnel(args: &FunnelArgs) -> Result<ExitCode, LabError> {
             dcqcn: args.dcqcn,
         };
         let incast = run_incast(&plan, &rocegen, traffic, pfc)?;
-        let headroom = pg_watermarks(&plan, PgWatermarkKind::Headroom)?;
-        let shared = pg_watermarks(&plan, PgWatermarkKind::Shared)?;
-        Ok::<_, LabError>((thresholds, incast, headroom, shared))
+        Ok::<_, LabError>(Measured {
+            thresholds,
+            incast,
+            headroom: pg_watermarks(&plan, PgWatermarkKind::Headroom)?,
+            shared: pg_watermarks(&plan, PgWatermarkKind::Shared)?,
+        })
     })();
     let restored = restore(&plan, pfc, args.software_latency_kib.is_some());
-    let (thresholds, incast, headroom, shared) = outcome?;
+    let measured = outcome?;
     restored?;
-    let report = assemble(
-        args,
-        &plan,
-        &leaf,
-        &receiver.leaf_port,
-        thresholds,
-        incast,
-        &headroom,
-        &shared,
-    );
+    let report = assemble(args, &plan, &leaf, &receiver.leaf_port, measured);
     print_report(&report, args.json, describe)?;
     Ok(if report.incast.errors.is_empty() {
         ExitCode::SUCCESS
@@ -251,10 +245,7 @@ fn clear_watermarks(plan: &Plan) -> Result<(), LabError> {
 }
 
 /// Every switch's PG watermarks of `kind` (user view), by (switch, port).
-fn pg_watermarks(
-    plan: &Plan,
-    kind: PgWatermarkKind,
-) -> Result<BTreeMap<(String, String), [u64; 8]>, LabError> {
+fn pg_watermarks(plan: &Plan, kind: PgWatermarkKind) -> Result<PgMarks, LabError> {
     let mut marks = BTreeMap::new();
     for switch in &plan.switches {
         let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
@@ -293,17 +284,34 @@ fn hop_of(plan: &Plan, bottleneck_leaf: &str, switch: &str, peer: &Peer) -> Opti
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// PG watermarks of every switch, by (switch, port): bytes per PG.
+type PgMarks = BTreeMap<(String, String), [u64; 8]>;
+
+/// What a run measured.
+struct Measured {
+    /// Every switch's lossless PG thresholds during the run.
+    thresholds: Vec<PgThresholds>,
+    /// The incast.
+    incast: IncastReport,
+    /// Headroom watermarks over the run.
+    headroom: PgMarks,
+    /// Shared-buffer watermarks over the run.
+    shared: PgMarks,
+}
+
 fn assemble(
     args: &FunnelArgs,
     plan: &Plan,
     leaf: &str,
     bottleneck_port: &str,
-    thresholds: Vec<PgThresholds>,
-    incast: IncastReport,
-    headroom: &BTreeMap<(String, String), [u64; 8]>,
-    shared: &BTreeMap<(String, String), [u64; 8]>,
+    measured: Measured,
 ) -> FunnelReport {
+    let Measured {
+        thresholds,
+        incast,
+        headroom,
+        shared,
+    } = measured;
     let mut hops = Vec::new();
     for t in thresholds {
         let Some(switch) = plan.switch(&t.switch) else {
@@ -317,16 +325,16 @@ fn assemble(
         };
         let key = (t.switch.clone(), t.port.clone());
         let pg = usize::from(t.pg & 7);
-        let used = |m: &BTreeMap<(String, String), [u64; 8]>| m.get(&key).map_or(0, |b| b[pg]);
+        let used = |m: &PgMarks| m.get(&key).map_or(0, |b| b[pg]);
         let row = incast
             .hops
             .iter()
             .find(|h| h.switch == t.switch && h.port == t.port);
-        let headroom_used_bytes = used(headroom);
+        let headroom_used_bytes = used(&headroom);
         hops.push(FunnelHop {
             hop,
             pfc_sent: row.map_or(0, |r| r.pfc_sent),
-            shared_used_bytes: used(shared),
+            shared_used_bytes: used(&shared),
             headroom_used_bytes,
             headroom_used_percent: percent(headroom_used_bytes, t.headroom_bytes),
             drops: row.map(|r| r.drops.clone()).unwrap_or_default(),
