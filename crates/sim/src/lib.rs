@@ -82,6 +82,7 @@ pub mod output;
 mod plot;
 pub mod rdma;
 pub mod scenario;
+pub mod swarm;
 
 pub use flow::{FlowId, FlowSpec, FlowStats};
 pub use host::{Host, HostId, HostParams, HostStats};

@@ -23,9 +23,11 @@
 use crate::plot;
 use crate::scenario::{Node, Scenario};
 use crate::{Endpoint, HostId, RdmaFlowId, Sim, SimError, SimEvent, SwitchId};
+use headroom_core::counters::DropReason;
 use headroom_core::events::Event;
+use headroom_core::stats::PortStats;
 use headroom_core::time::Instant;
-use headroom_core::types::{PortId, Priority, PRIORITY_COUNT};
+use headroom_core::types::{PortId, Priority, PrioritySet, PRIORITY_COUNT};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -102,7 +104,8 @@ pub struct RunReport {
     pub flows_bounded: usize,
     /// Of those, completed.
     pub flows_completed: usize,
-    /// Frames dropped by the switches on lossless priorities.
+    /// Frames of lossless priorities the switches dropped, other than by the PFC watchdog
+    /// ([`lossless_drops`]).
     pub lossless_drops: u64,
     /// Frames dropped by the switches, any reason.
     pub drops: u64,
@@ -501,12 +504,7 @@ pub fn run(
             let st = sh.port_stats(PortId(u16::try_from(p).unwrap_or(u16::MAX)), now);
             report.switch_frames += st.rx_frames;
             report.drops += st.drops_total();
-            let lossless = sh.params.ports[p].pfc_enable;
-            for (i, pg) in st.pgs.iter().enumerate() {
-                if lossless.contains(Priority::from_low_bits(u8::try_from(i).unwrap_or(0))) {
-                    report.lossless_drops += pg.drops;
-                }
-            }
+            report.lossless_drops += lossless_drops(&st, sh.params.ports[p].pfc_enable);
         }
     }
     report.steps = sim.steps();
@@ -656,6 +654,21 @@ fn path_links(s: &Scenario, a: usize, b: usize) -> Vec<usize> {
     }
     links.reverse();
     links
+}
+
+/// Frames of the priorities in `pfc_enable` a port dropped other than by the PFC watchdog's
+/// drop action (which drops lossless traffic on purpose): at admission to its ingress PGs
+/// (headroom exhausted) and in its egress queues. Zero on a port whose peer honours PFC and
+/// whose PGs have the formula's headroom; what `summary.txt` reports as lossless drops and
+/// what the swarm checks ([`crate::swarm`]).
+#[must_use]
+pub fn lossless_drops(st: &PortStats, pfc_enable: PrioritySet) -> u64 {
+    let mut drops = 0u64;
+    for p in pfc_enable.iter() {
+        drops += st.pgs[p.index()].drops + st.queues[p.index()].drop_frames;
+    }
+    let watchdog = st.drops[DropReason::PfcwdIngress.index()] + st.drops[DropReason::PfcwdQueue.index()];
+    drops.saturating_sub(watchdog)
 }
 
 /// Every data frame the hosts sent is received by a host, dropped by a switch, queued in a
