@@ -501,17 +501,17 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         let dst = (src + 1 + d.index(host_count - 1)) % host_count;
         (src, dst)
     };
-    let flow_count = d.index(2 * host_count) + 1;
+    let flow_count = d.index(3 * host_count) + 1;
     for i in 0..flow_count {
         let (src, dst) = pair(&mut d);
-        let bytes = d.pick(&[16u64 << 10, 64 << 10, 256 << 10, 1 << 20]);
+        let bytes = d.pick(&[16u64 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20]);
         let start = d.range(0, traffic_stop_ns / 2);
         add_flow(src, dst, Some(bytes), start, FlowKind::Flow(i));
     }
     let mut incast = None;
     if host_count >= 3 && d.percent(50) {
         let receiver = d.index(host_count);
-        let bytes = d.pick(&[64u64 << 10, 256 << 10, 1 << 20]);
+        let bytes = d.pick(&[64u64 << 10, 256 << 10, 1 << 20, 4 << 20]);
         let start = d.range(0, traffic_stop_ns / 2);
         for s in (0..host_count).filter(|&s| s != receiver) {
             add_flow(s, receiver, Some(bytes), start, FlowKind::Incast(0));
