@@ -667,7 +667,8 @@ pub fn lossless_drops(st: &PortStats, pfc_enable: PrioritySet) -> u64 {
     for p in pfc_enable.iter() {
         drops += st.pgs[p.index()].drops + st.queues[p.index()].drop_frames;
     }
-    let watchdog = st.drops[DropReason::PfcwdIngress.index()] + st.drops[DropReason::PfcwdQueue.index()];
+    let watchdog =
+        st.drops[DropReason::PfcwdIngress.index()] + st.drops[DropReason::PfcwdQueue.index()];
     drops.saturating_sub(watchdog)
 }
 

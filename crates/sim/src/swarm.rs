@@ -20,8 +20,11 @@
 //!   (a switch, or a NIC that does not ignore it) and whose traffic's priority has PFC on:
 //!   the configuration's headroom must absorb what arrives after XOFF;
 //!
-//! and at the end, after the traffic and the storm have stopped and the network has drained:
-//! * every XOFF a switch sent was followed by an XON (no switch still asks its peer to pause);
+//! and at the end, once the traffic and the storm have stopped:
+//! * the network drains within [`DRAIN_LIMIT_NS`]: every WRITE posted is acknowledged,
+//!   nothing is queued or on a wire;
+//! * then every XOFF a switch sent has been followed by an XON (no switch still asks its peer
+//!   to pause);
 //! * a storm on a port and priority the watchdog watches was declared within its window:
 //!   between the storm's start plus the detection time and that plus two poll intervals.
 //!
@@ -50,8 +53,8 @@ pub const CHECK_INTERVAL_NS: u64 = 10_000;
 
 /// Once quiet (no new WRITE, the storm over), the network must drain within this: every WRITE
 /// posted acknowledged, no frame queued or on a wire. Generous against go-back-N's 1 ms
-/// retransmission timeout.
-pub const DRAIN_LIMIT_NS: u64 = 20_000_000;
+/// retransmission timeout and DCQCN's slow recovery from a deep rate cut.
+pub const DRAIN_LIMIT_NS: u64 = 50_000_000;
 
 /// The watchdog's configured times (ms) become the core's in µs: divided by this.
 pub const WATCHDOG_TIME_DIVISOR: u64 = 1_000;
@@ -102,6 +105,12 @@ pub struct Expectations {
     pub traffic_stop_ns: u64,
     /// No new traffic and no storm from this time on, ns: the drain starts.
     pub quiet_ns: u64,
+    /// Whether the network must drain: every port lossless on the data priority. Where a
+    /// port is lossy or a NIC ignores PFC, go-back-N without congestion control can collapse
+    /// (each round's first packets dropped behind the previous round's stale ones: seed
+    /// 3946675725193008642, a 25G sender into a 10G port through a lossy PG), which is no
+    /// fault of the switch.
+    pub must_drain: bool,
     /// The injected storm, if any.
     pub storm: Option<StormExpectation>,
 }
@@ -247,8 +256,9 @@ pub struct Passed {
     pub xoffs: u64,
     /// When the watchdog declared the storm, if one was injected and watched.
     pub storm_detected_ns: Option<u64>,
-    /// When the network had drained, ns.
-    pub drained_ns: u64,
+    /// When the network had drained, ns (`None`: a scenario with a lossy port or a NIC that
+    /// ignores PFC did not drain within [`DRAIN_LIMIT_NS`], which is not demanded of it).
+    pub drained_ns: Option<u64>,
 }
 
 // ---- generation -------------------------------------------------------------------------------
@@ -406,7 +416,14 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         } else {
             pfc_enable.clone()
         };
-        let pa = port_of(a, if matches!(a, Node::Switch(_)) { vec![3, 4] } else { pfc_enable });
+        let pa = port_of(
+            a,
+            if matches!(a, Node::Switch(_)) {
+                vec![3, 4]
+            } else {
+                pfc_enable
+            },
+        );
         let pb = port_of(b, pfc_b);
         (speed_gbps * 1_000_000_000, pa.or(pb))
     };
@@ -444,7 +461,8 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         let name = format!("swarm-{seed:016x}-{}", switch_names[s]);
         // TOML integers are i64: the seed's low 63 bits.
         let text = switch_config_text(&name, plan, watchdog, buffer_size_bytes, ecn, seed >> 1);
-        let mut params = switch_params_of(&text, &format!("{name}.toml")).map_err(Violation::Config)?;
+        let mut params =
+            switch_params_of(&text, &format!("{name}.toml")).map_err(Violation::Config)?;
         params.watchdog.poll_interval_ns /= WATCHDOG_TIME_DIVISOR;
         for port in &mut params.ports {
             if let Some(wd) = &mut port.watchdog {
@@ -535,7 +553,10 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         let watched = port_params.watchdog.and_then(|wd| {
             wd.watched
                 .contains(Priority::from_low_bits(data_priority))
-                .then_some((wd.detection_time_ns, switch_params[sw].watchdog.poll_interval_ns))
+                .then_some((
+                    wd.detection_time_ns,
+                    switch_params[sw].watchdog.poll_interval_ns,
+                ))
         });
         let start_ns = d.range(100, 300) * 1_000;
         let length_ns = d.range(500, 900) * 1_000;
@@ -593,14 +614,12 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
     // Quiet from when no WRITE is posted any more and the storm's last pause has lapsed; the
     // run then goes on until the network has drained (WRITEs posted before finish, go-back-N
     // resends what a watchdog or an ignoring NIC's port dropped), at most DRAIN_LIMIT_NS.
-    let quiet_ns = storm
-        .as_ref()
-        .map_or(traffic_stop_ns, |(s, pause_ns)| {
-            traffic_stop_ns.max(s.stop_ns + pause_ns)
-        });
+    let quiet_ns = storm.as_ref().map_or(traffic_stop_ns, |(s, pause_ns)| {
+        traffic_stop_ns.max(s.stop_ns + pause_ns)
+    });
     let duration_ns = quiet_ns + DRAIN_LIMIT_NS;
 
-    let lossless_ports = ports
+    let lossless_ports: Vec<Vec<bool>> = ports
         .iter()
         .enumerate()
         .map(|(s, plan)| {
@@ -617,6 +636,7 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         })
         .collect();
 
+    let must_drain = lossless_ports.iter().flatten().all(|&l: &bool| l);
     let topology = Topology {
         hosts: (0..host_count).map(|h| format!("h{h}")).collect(),
         switches: switch_names,
@@ -674,6 +694,7 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
             lossless_ports,
             traffic_stop_ns,
             quiet_ns,
+            must_drain,
             storm: storm.map(|(s, _)| s),
         },
         switch_configs,
@@ -715,6 +736,10 @@ pub fn check(s: &SwarmScenario) -> Result<Passed, Violation> {
                 _ => {}
             }
             if drained_at.is_none() && t >= s.scenario.duration_ns {
+                if !s.expect.must_drain {
+                    // Lossy somewhere: no liveness to demand, and PGs may still be above XON.
+                    break;
+                }
                 return Err(Violation::NotDrained {
                     at_ns: t,
                     queued_frames: counts.queued_frames,
@@ -746,7 +771,7 @@ pub fn check(s: &SwarmScenario) -> Result<Passed, Violation> {
     let mut passed = Passed {
         steps: sim.steps(),
         sent_frames: conservation(&sim).sent_frames,
-        drained_ns: drained_at.unwrap_or(t),
+        drained_ns: drained_at,
         ..Passed::default()
     };
     // Every XOFF followed by an XON: no switch still asserts a pause on its link.
@@ -760,7 +785,7 @@ pub fn check(s: &SwarmScenario) -> Result<Passed, Violation> {
                 continue;
             };
             passed.xoffs += ch.pfc_changes().iter().filter(|c| c.xoff).count() as u64;
-            if ch.pfc_asserted() != 0 {
+            if drained_at.is_some() && ch.pfc_asserted() != 0 {
                 return Err(Violation::XoffWithoutXon {
                     switch: sw.0,
                     port: port.index(),

@@ -42,7 +42,11 @@ fn the_same_seed_generates_the_same_scenario_and_outcome() {
     }
     descriptions.sort();
     descriptions.dedup();
-    assert_eq!(descriptions.len(), seeds.len(), "four seeds, four scenarios");
+    assert_eq!(
+        descriptions.len(),
+        seeds.len(),
+        "four seeds, four scenarios"
+    );
 }
 
 /// A single-switch scenario of at least three hosts, every port PFC on the data priority.
@@ -112,7 +116,12 @@ fn the_checker_reports_a_storm_the_watchdog_did_not_declare_in_its_window() {
     // millisecond later than the storm: the declaration is outside the window.
     let mut s = (0..1000)
         .map(|seed| generate(seed).unwrap())
-        .find(|s| s.expect.storm.as_ref().is_some_and(|st| st.watchdog.is_some()))
+        .find(|s| {
+            s.expect
+                .storm
+                .as_ref()
+                .is_some_and(|st| st.watchdog.is_some())
+        })
         .expect("the generator makes such scenarios");
     let detected = check(&s)
         .unwrap_or_else(|v| panic!("seed {}: {v}", s.seed))
