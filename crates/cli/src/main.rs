@@ -119,7 +119,9 @@ enum Command {
     ///
     /// The switches run the same core as `headroom run`, configured by the same TOML files.
     /// The same scenario and seed give byte-identical results. Exits 2 when the scenario is
-    /// invalid, naming file, line, column, key and reason. See docs/sim.md.
+    /// invalid, naming file, line, column, key and reason. With `--swarm N` instead of a
+    /// scenario: N random small scenarios checked against the simulator's invariants (exit 1 on
+    /// a failure, which prints the seed that reproduces it). See docs/sim.md.
     Sim(sim::SimArgs),
 }
 
