@@ -55,7 +55,7 @@ fi
 # Swarm testing of the simulator (docs/sim.md, "Swarm testing"): 30 random small scenarios
 # (topologies, switch configurations, workloads, faults) through the binary, invariants checked
 # (conservation, no lossless drops, XON after XOFF, watchdog detection). A failure prints the
-# scenario's seed and `headroom sim --swarm 1 --seed <it>` reproduces it. About 15 s (dev profile).
+# scenario's seed and `headroom sim --swarm 1 --seed <it>` reproduces it. About 8 s (dev profile).
 say "headroom sim --swarm 30 --seed 1"
 cargo run -p headroom-cli --locked --quiet -- sim --swarm 30 --seed 1
 
