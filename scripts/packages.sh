@@ -11,9 +11,10 @@ HEADROOM_LAB_PACKAGES=(
     iproute2 iputils-ping iperf3 tcpdump tshark ethtool procps util-linux prometheus
 )
 
-# What building headroom needs besides Rust itself (a C toolchain for linking).
+# What building headroom needs besides Rust itself (a C toolchain for linking), and the font
+# `headroom sim` draws the text of its PNG plots in.
 HEADROOM_BUILD_PACKAGES=(
-    gcc libc6-dev pkg-config
+    gcc libc6-dev pkg-config fonts-dejavu-core
 )
 
 # What the whole test suite needs on top: the DPDK backend and its bindings, kernel modules,

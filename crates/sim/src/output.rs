@@ -18,7 +18,7 @@
 //! | `fct.csv` | per bounded flow: size, start, finish, FCT, ideal FCT, slowdown |
 //! | `events.csv` | XOFF/XON on every link (from the PFC frames on the wire), watchdog storms, PFC rate alarms |
 //! | `summary.txt` | totals, the conservation check, the run's cost |
-//! | `*.svg` | queue depth, flow rates, FCT slowdown by size, pause timeline |
+//! | `*.svg`, `*.png` | queue depth, flow rates, FCT slowdown by size, pause timeline (the PNG is the SVG rasterised) |
 
 use crate::plot;
 use crate::scenario::{Node, Scenario};
@@ -49,6 +49,8 @@ pub enum RunError {
     Sim(SimError),
     /// An output file could not be written.
     Io(PathBuf, std::io::Error),
+    /// A plot could not be rasterised to PNG.
+    Plot(PathBuf, String),
 }
 
 impl core::fmt::Display for RunError {
@@ -56,6 +58,7 @@ impl core::fmt::Display for RunError {
         match self {
             Self::Sim(e) => write!(f, "simulation: {e}"),
             Self::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            Self::Plot(p, e) => write!(f, "{}: {e}", p.display()),
         }
     }
 }
@@ -554,6 +557,14 @@ pub fn run(
         sim.events().len(),
         sim.events_lost()
     );
+    let _ = writeln!(
+        summary,
+        "plots: SVG and PNG ({})",
+        match plot::png_font() {
+            Ok(font) => format!("PNG text in {font}"),
+            Err(why) => why,
+        }
+    );
 
     for csv in [
         &queues, &pgs, &pause, &rates, &port_csv, &host_csv, &fct, &events,
@@ -572,7 +583,11 @@ pub fn run(
         .collect();
     for (name, svg) in plot::all(&plots) {
         let path = out.join(name);
-        std::fs::write(&path, svg).map_err(|e| RunError::Io(path.clone(), e))?;
+        std::fs::write(&path, &svg).map_err(|e| RunError::Io(path.clone(), e))?;
+        report.files.push(path);
+        let path = out.join(name.replace(".svg", ".png"));
+        let png = plot::png(&svg).map_err(|e| RunError::Plot(path.clone(), e))?;
+        std::fs::write(&path, png).map_err(|e| RunError::Io(path.clone(), e))?;
         report.files.push(path);
     }
     Ok(report)

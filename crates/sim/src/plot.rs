@@ -1,9 +1,13 @@
 //! The plots of a run, as SVG (plotters): queue depth over time, flow throughput over time,
 //! FCT slowdown by flow size (the shape of HPCC's Fig. 11: median and 99th percentile per size
 //! bucket), and the pause timeline per hop (when each transmitter asked its peer to pause).
+//! Each is also written as PNG: the same SVG rasterised ([`png`]: usvg parses it, tiny-skia
+//! paints it, resvg between them), so the two files never disagree.
 
 use crate::output::{PlotData, Series};
 use plotters::prelude::*;
+use resvg::{tiny_skia, usvg};
+use std::sync::{Arc, OnceLock};
 
 const SIZE: (u32, u32) = (960, 540);
 /// Series drawn at most per plot (the largest ones).
@@ -233,4 +237,105 @@ fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
         let _ = root.present();
     }
     svg
+}
+
+/// The font family the PNGs' text is drawn in when the system has it (Debian:
+/// `fonts-dejavu-core`); plotters writes `font-family="sans-serif"` and this is what it maps to.
+const PNG_SANS_SERIF: &str = "DejaVu Sans";
+
+/// The system's fonts, loaded once per process (a scan of the font directories), and the family
+/// `sans-serif` resolves to (`None`: no font found, the PNGs have no text).
+fn fonts() -> &'static (Arc<usvg::fontdb::Database>, Option<String>) {
+    static FONTS: OnceLock<(Arc<usvg::fontdb::Database>, Option<String>)> = OnceLock::new();
+    FONTS.get_or_init(|| {
+        let mut db = usvg::fontdb::Database::new();
+        db.load_system_fonts();
+        // A fixed choice, not fontdb's default ("Arial", usually absent here), so that the
+        // same machine always draws the same pixels.
+        let families: Vec<String> = db
+            .faces()
+            .flat_map(|f| f.families.iter().map(|(name, _)| name.clone()))
+            .collect();
+        let sans = families
+            .iter()
+            .find(|f| f.as_str() == PNG_SANS_SERIF)
+            .or_else(|| families.iter().min())
+            .cloned();
+        if let Some(family) = &sans {
+            db.set_sans_serif_family(family.clone());
+        }
+        (Arc::new(db), sans)
+    })
+}
+
+/// The font the PNGs' text is drawn in, or why there is none (for `summary.txt`).
+pub(crate) fn png_font() -> Result<String, String> {
+    fonts().1.clone().ok_or_else(|| {
+        "no system font found: the PNG plots have no text (Debian: apt install \
+         fonts-dejavu-core; the SVG plots are complete)"
+            .to_owned()
+    })
+}
+
+/// The PNG of an SVG plot, at the SVG's size, its text in the system's font.
+pub(crate) fn png(svg: &str) -> Result<Vec<u8>, String> {
+    rasterise(svg, Arc::clone(&fonts().0))
+}
+
+fn rasterise(svg: &str, fontdb: Arc<usvg::fontdb::Database>) -> Result<Vec<u8>, String> {
+    let options = usvg::Options {
+        fontdb,
+        ..usvg::Options::default()
+    };
+    let tree = usvg::Tree::from_str(svg, &options).map_err(|e| format!("parsing the SVG: {e}"))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| format!("no {}x{} pixmap", size.width(), size.height()))?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap
+        .encode_png()
+        .map_err(|e| format!("encoding the PNG: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plot_is_rasterised_at_its_svgs_size_and_its_text_is_drawn() {
+        let series = Series {
+            name: "q0".into(),
+            points: vec![(0.0, 1.0), (50.0, 4.0), (100.0, 2.0)],
+        };
+        let svg = lines("Queue", "time (µs)", "KB", &[&series], 100.0);
+        let bytes = png(&svg).expect("a PNG");
+        let image = tiny_skia::Pixmap::decode_png(&bytes).expect("it decodes");
+        assert_eq!((image.width(), image.height()), SIZE);
+        // Not blank: the line is drawn in its colour.
+        let pixels = image.pixels();
+        let line = color(0);
+        assert!(pixels
+            .iter()
+            .any(|p| (p.red(), p.green(), p.blue()) == (line.0, line.1, line.2)));
+        // The text is drawn: against the same SVG rasterised without fonts (axes, ticks and
+        // lines only), the caption, labels and numbers add dark pixels. scripts/test.sh installs
+        // fonts-dejavu-core; without a font this says so rather than pass.
+        png_font().expect("a system font for the PNGs' text");
+        let dark = |bytes: &[u8]| {
+            let image = tiny_skia::Pixmap::decode_png(bytes).expect("it decodes");
+            image
+                .pixels()
+                .iter()
+                .filter(|p| p.red() < 96 && p.green() < 96 && p.blue() < 96)
+                .count()
+        };
+        let without_text = rasterise(&svg, Arc::new(usvg::fontdb::Database::new())).expect("PNG");
+        let (with, without) = (dark(&bytes), dark(&without_text));
+        assert!(
+            with > without + 300,
+            "{with} dark pixels with text, {without} without"
+        );
+        // The same SVG gives the same bytes.
+        assert_eq!(png(&svg).expect("a PNG"), bytes);
+    }
 }

@@ -59,6 +59,18 @@ fn same_scenario_and_seed_give_byte_identical_results() {
         let y = std::fs::read(b.path().join(name)).unwrap();
         assert!(x == y, "{name:?} differs between two runs");
     }
+    // Every plot as SVG and as PNG (the PNGs byte-identical too, above).
+    for plot in [
+        "queue_depth",
+        "flow_rates",
+        "fct_slowdown",
+        "pause_timeline",
+    ] {
+        let svg = read(a.path(), &format!("{plot}.svg"));
+        assert!(svg.starts_with("<svg"), "{plot}.svg");
+        let png = std::fs::read(a.path().join(format!("{plot}.png"))).unwrap();
+        assert_eq!(png.get(..8), Some(&b"\x89PNG\r\n\x1a\n"[..]), "{plot}.png");
+    }
     // The seed drives the random workload: another seed, other flows.
     let random = |seed| {
         let text = std::fs::read_to_string(scenario_path("incast-2to1-40g.toml")).unwrap()
