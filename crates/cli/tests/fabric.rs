@@ -1032,17 +1032,17 @@ fn a_pfc_storm_from_one_host_reaches_the_spines_without_the_watchdog_and_not_wit
         (Some(0), Some(0)),
         "{on:#}"
     );
-    // The victims, host2 -> host3 (8 flows, none to host4): all flowing before the storm in
+    // The victims, host2 -> host3 (32 flows, none to host4): all flowing before the storm in
     // both runs; without the watchdog, those hashed to the paused spine stall in the window
-    // (measured: 7 of 8, 0 of 203 datagrams received each, delivered after the storm); with
-    // it, none.
+    // (measured with 8 flows: 7 of 8 and 5 of 8, 0 datagrams received each, delivered after the
+    // storm; once 0 of 8, all hashed to the other spine, hence 32); with it, none.
     let received_most = |w: &Value| -> bool {
         let (rx, tx) = (w["received"].as_u64().unwrap(), w["sent"].as_u64().unwrap());
-        tx >= 50 && rx * 10 >= tx * 9
+        tx >= 15 && rx * 10 >= tx * 9
     };
     for run in runs {
         let victims = run["victims"].as_array().unwrap();
-        assert_eq!(victims.len(), 8, "{run:#}");
+        assert_eq!(victims.len(), 32, "{run:#}");
         for v in victims {
             assert!(v["flow"].as_str().unwrap().starts_with("host2:"), "{v:#}");
             assert!(received_most(&v["before"]), "before the storm: {v:#}");

@@ -990,8 +990,26 @@ fn wait_until_up(plan: &Plan, deadline: Instant, bring_up: &mut BringUp) -> Resu
         std::thread::sleep(Duration::from_millis(200));
     }
     bring_up.ecmp_routes = expected_routes.len();
-    let pairs: Vec<(&plan::Host, &plan::Host)> = plan
-        .hosts
+    let (pairs, reachable) = wait_until_hosts_reach_each_other(plan, deadline)?;
+    bring_up.host_pairs = pairs;
+    bring_up.host_pairs_reachable = reachable;
+    Ok(())
+}
+
+/// Waits until every host pings every other (all pairs at once, a round per second at most):
+/// (pairs, reachable) on success.
+fn wait_until_hosts_reach_each_other(
+    plan: &Plan,
+    deadline: Instant,
+) -> Result<(usize, usize), LabError> {
+    let pairs = host_pairs(plan);
+    wait_until_pairs_reach(&pairs, deadline)?;
+    Ok((pairs.len(), pairs.len()))
+}
+
+/// Every ordered pair of distinct hosts.
+fn host_pairs(plan: &Plan) -> Vec<(&plan::Host, &plan::Host)> {
+    plan.hosts
         .iter()
         .flat_map(|a| {
             plan.hosts
@@ -999,24 +1017,45 @@ fn wait_until_up(plan: &Plan, deadline: Instant, bring_up: &mut BringUp) -> Resu
                 .filter(move |b| b.name != a.name)
                 .map(move |b| (a, b))
         })
-        .collect();
-    bring_up.host_pairs = pairs.len();
-    let mut missing: Vec<(&plan::Host, &plan::Host)> = pairs;
+        .collect()
+}
+
+/// One ping from each host to each other, all at once: the pairs that answered (a second at
+/// most).
+pub(super) fn reachable_pairs(plan: &Plan) -> Vec<(&plan::Host, &plan::Host)> {
+    ping_round(&host_pairs(plan), true)
+}
+
+/// The pairs of one parallel ping round that answered (`answered`) or did not.
+fn ping_round<'a>(
+    pairs: &[(&'a plan::Host, &'a plan::Host)],
+    answered: bool,
+) -> Vec<(&'a plan::Host, &'a plan::Host)> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = pairs
+            .iter()
+            .map(|&(a, b)| scope.spawn(move || (a, b, pings(&a.namespace, b.address))))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .filter(|&(_, _, ok)| ok == answered)
+            .map(|(a, b, _)| (a, b))
+            .collect()
+    })
+}
+
+/// Waits until each of `pairs` pings (one round per second at most). Pings are lossy traffic
+/// (DSCP 0), so a paused or deadlocked lossless priority does not stop them; a switch whose
+/// dataplane is restarting does (a `set` interrupts forwarding for 140-180 ms here, seconds
+/// under heavy load).
+pub(super) fn wait_until_pairs_reach(
+    pairs: &[(&plan::Host, &plan::Host)],
+    deadline: Instant,
+) -> Result<(), LabError> {
+    let mut missing = pairs.to_vec();
     loop {
-        // Every pair at once: a round takes one ping's time, at most a second.
-        let failed: Vec<(&plan::Host, &plan::Host)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = missing
-                .iter()
-                .map(|&(a, b)| scope.spawn(move || (a, b, pings(&a.namespace, b.address))))
-                .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok())
-                .filter(|&(_, _, ok)| !ok)
-                .map(|(a, b, _)| (a, b))
-                .collect()
-        });
-        bring_up.host_pairs_reachable = bring_up.host_pairs - failed.len();
+        let failed = ping_round(&missing, false);
         if failed.is_empty() {
             return Ok(());
         }
@@ -1029,7 +1068,7 @@ fn wait_until_up(plan: &Plan, deadline: Instant, bring_up: &mut BringUp) -> Resu
             return Err(LabError::Failed(format!(
                 "{} of {} host pairs still unreachable at the timeout: {}",
                 failed.len(),
-                bring_up.host_pairs,
+                pairs.len(),
                 list.join(", ")
             )));
         }

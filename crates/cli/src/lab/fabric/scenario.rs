@@ -491,15 +491,17 @@ impl StormVictim {
 }
 
 /// Victim flows in the storm scenario: several 5-tuples (fixed UDP ports), so that some hash
-/// to the spine the storm pauses and some to the other.
-const STORM_VICTIM_FLOWS: u16 = 8;
-/// Each victim's period: 8 flows of 256 B every 10 ms, 1.6 Mb/s in all. A stalled flow's
+/// to the spine the storm pauses. The spine is chosen per flow by the ECMP hash (SipHash with
+/// each switch's seed), a coin flip per flow: with 8 flows one run here had all 8 on the other
+/// spine (a 1-in-256 chance) and showed no victim; 32 make that 1 in 4 billion.
+const STORM_VICTIM_FLOWS: u16 = 32;
+/// Each victim's period: 32 flows of 256 B every 40 ms, 1.6 Mb/s in all. A stalled flow's
 /// datagrams wait in its leaf, in the PG of the victims' sending host, for the settle time and
-/// the window (3.5 s): at most 0.72 MB if all 8 stall, below that PG's XOFF point (1,056,768 B
+/// the window (3.5 s): at most 0.72 MB if all 32 stall, below that PG's XOFF point (1,056,768 B
 /// at 100M), so the victims never make their leaf pause their host, which ignores PFC, and then
-/// drop it. (At one datagram a millisecond they did: every victim flow lost its datagrams at
-/// leaf1, also those hashed to the spine that was not paused.)
-const STORM_VICTIM_INTERVAL: Duration = Duration::from_millis(10);
+/// drop it. (At eight flows of one datagram a millisecond they did: every victim flow lost its
+/// datagrams at leaf1, also those hashed to the spine that was not paused.)
+const STORM_VICTIM_INTERVAL: Duration = Duration::from_millis(40);
 /// Victims start this long before the storm.
 const STORM_VICTIM_LEAD: Duration = Duration::from_millis(1000);
 /// The first milliseconds of the victims (ARP, the first datagrams) are not measured.
@@ -600,10 +602,25 @@ pub(super) fn set_on_every_port(
     set_on_every_switch(plan, &format!("port_defaults.{key_suffix}"), value)
 }
 
-/// Sets `key = value` on every switch. A `set` is a drained restart of the switch's dataplane
-/// (docs/operations.md), which takes up to seconds under load: all switches at once, one thread
-/// each, instead of in turn (a 6-switch fabric took minutes that way).
+/// Sets `key = value` on every switch, and returns once the hosts that reached each other
+/// before do again. A `set` is a drained restart of the switch's dataplane
+/// (docs/operations.md), which takes up to seconds under load: all switches at once, one
+/// thread each, instead of in turn (a 6-switch fabric took minutes that way). Forwarding stops
+/// for 140-180 ms here, for seconds under heavy load (a storm run once measured nothing at all
+/// for its first seconds after the watchdog's `set`): a scenario must not start its traffic
+/// before it is back. Only the pairs that pinged before are waited for: `deadlock` sets with
+/// links down, when some pairs have no route.
 pub(super) fn set_on_every_switch(plan: &Plan, key: &str, value: &str) -> Result<(), LabError> {
+    let reachable = super::reachable_pairs(plan);
+    set_everywhere(plan, key, value)?;
+    super::wait_until_pairs_reach(
+        &reachable,
+        std::time::Instant::now() + Duration::from_secs(30),
+    )
+    .map_err(|e| LabError::Failed(format!("after setting {key} = {value}: {e}")))
+}
+
+fn set_everywhere(plan: &Plan, key: &str, value: &str) -> Result<(), LabError> {
     use headroom_runtime::protocol::Change;
     let set_one = |switch: &super::plan::Switch| -> Result<(), LabError> {
         let target = Target::for_socket(switch_socket(&plan.spec.prefix, &switch.name));
