@@ -251,11 +251,12 @@ pub struct Sim {
     switches: Vec<SwitchNode>,
     hosts: Vec<Host>,
     host_links: Vec<Option<(LinkId, usize)>>,
-    /// Per host: when its transmitter next needs asking for a frame, as the scan that chose the
-    /// current step found it (`Instant::ZERO`: at the next step its link is free). A host is
-    /// asked only then, or when it received a frame, or after a poke: its NIC's
-    /// `poll_timeout` names every time `handle_timeout` and `poll_transmit` have work, so the
-    /// other calls found nothing (docs/perf.md, "Simulator").
+    /// Per host: when its transmitter next needs asking for a frame, as the scans found it
+    /// (`Instant::ZERO`: at the next step its link is free). A host is asked only then, or
+    /// when it received a frame, or after a poke: its NIC's `poll_timeout` names every time
+    /// `handle_timeout` and `poll_transmit` have work, so the other calls found nothing. Being
+    /// asked, receiving and a poke reset it to `Instant::ZERO`; until then the scans keep it
+    /// rather than ask the NIC again ([`Sim::host_wake_at_scan`]; docs/perf.md, "Simulator").
     host_wake: Vec<Instant>,
     links: Vec<Link>,
     flows: Vec<Flow>,
@@ -651,59 +652,80 @@ impl Sim {
     /// event; [`Instant::MAX`] when nothing will ever happen.
     #[must_use]
     pub fn next_event_time(&self) -> Instant {
-        self.scan_next_event(|_, _| {})
-    }
-
-    /// [`Sim::next_event_time`], keeping each host's wake time for the step
-    /// ([`Sim::host_wake`]).
-    fn next_event(&mut self) -> Instant {
-        let mut wake = std::mem::take(&mut self.host_wake);
-        let t = self.scan_next_event(|h, w| wake[h] = w);
-        self.host_wake = wake;
-        t
-    }
-
-    /// The next event time; `on_host(h, t)` for every host with a link: when it next has a
-    /// frame to send (`Instant::ZERO` when its link is busy: ask it once the link is free).
-    fn scan_next_event(&self, mut on_host: impl FnMut(usize, Instant)) -> Instant {
-        let now = self.now;
         if self.poked {
-            return now;
+            return self.now;
         }
-        let mut next = Instant::MAX;
-        let mut consider = |t: Instant| {
-            if t > now && t < next {
-                next = t;
+        let now = self.now;
+        (0..self.hosts.len())
+            .filter_map(|h| self.host_wake_at_scan(h))
+            .fold(self.next_link_or_switch_event(), |next, wake| {
+                earliest_after(now, next, wake)
+            })
+    }
+
+    /// [`Sim::next_event_time`], keeping each host's wake time for the step and for the next
+    /// scans ([`Sim::host_wake`]).
+    fn next_event(&mut self) -> Instant {
+        if self.poked {
+            return self.now;
+        }
+        let now = self.now;
+        let mut next = self.next_link_or_switch_event();
+        for h in 0..self.hosts.len() {
+            if let Some(wake) = self.host_wake_at_scan(h) {
+                self.host_wake[h] = wake;
+                next = earliest_after(now, next, wake);
             }
-        };
+        }
+        next
+    }
+
+    /// The earliest arrival, transmitter becoming free or switch deadline after now.
+    fn next_link_or_switch_event(&self) -> Instant {
+        let now = self.now;
+        let mut next = Instant::MAX;
         for link in &self.links {
             for c in &link.dirs {
                 if let Some(t) = c.next_arrival() {
-                    consider(t);
+                    next = earliest_after(now, next, t);
                 }
-                consider(c.busy_until);
+                next = earliest_after(now, next, c.busy_until);
             }
         }
         for node in &self.switches {
             if let Some(t) = node.sw.poll_timeout(now) {
-                consider(t);
-            }
-        }
-        for (h, host) in self.hosts.iter().enumerate() {
-            let Some((link, side)) = self.host_links[h] else {
-                continue;
-            };
-            if self.links[link.0].dirs[side].is_free(now) {
-                let wake = host.next_wake(now, &self.flows);
-                if let Some(t) = wake {
-                    consider(t);
-                }
-                on_host(h, wake.unwrap_or(Instant::MAX));
-            } else {
-                on_host(h, Instant::ZERO);
+                next = earliest_after(now, next, t);
             }
         }
         next
+    }
+
+    /// When host `h` next needs asking for a frame, as of now (`None` without a link;
+    /// `Instant::ZERO` while its link is busy: ask it once the link is free; `Instant::MAX`:
+    /// never, unless something reaches it).
+    ///
+    /// A wake time after now that the last scans kept is still the host's: being asked for a
+    /// frame, receiving one and a poke each set it to `Instant::ZERO`, so the host's state is
+    /// the same as when it was computed, and so is its NIC's deadline (every term of which is
+    /// either a time kept in that state or the later of now and such a time, and that time
+    /// is after now). Reusing it saves the NIC's `poll_timeout` at most steps (docs/perf.md,
+    /// "Simulator"). [`SimConfig::poll_every_host`] asks every host at every step and
+    /// recomputes every wake time, as before either saving.
+    fn host_wake_at_scan(&self, h: usize) -> Option<Instant> {
+        let now = self.now;
+        let (link, side) = self.host_links[h]?;
+        if !self.links[link.0].dirs[side].is_free(now) {
+            return Some(Instant::ZERO);
+        }
+        let kept = self.host_wake[h];
+        if kept > now && !self.config.poll_every_host {
+            return Some(kept);
+        }
+        Some(
+            self.hosts[h]
+                .next_wake(now, &self.flows)
+                .unwrap_or(Instant::MAX),
+        )
     }
 
     /// Processes the next event time and returns it.
@@ -825,6 +847,8 @@ impl Sim {
                     Endpoint::Host(h)
                         if self.config.poll_every_host || self.host_wake[h.0] <= t =>
                     {
+                        // Asking changes the host's state: the next scan asks its NIC again.
+                        self.host_wake[h.0] = Instant::ZERO;
                         self.hosts[h.0].next_frame(t, &mut self.flows)
                     }
                     Endpoint::Host(_) => None,
@@ -965,5 +989,14 @@ impl Sim {
     #[must_use]
     pub fn events_lost(&self) -> u64 {
         self.events_lost
+    }
+}
+
+/// The earlier of `next` and `t`, counting `t` only if it is after `now`.
+fn earliest_after(now: Instant, next: Instant, t: Instant) -> Instant {
+    if t > now && t < next {
+        t
+    } else {
+        next
     }
 }

@@ -150,8 +150,10 @@ fn a_nic_that_ignores_pfc_overruns_the_switch_and_a_storming_nic_pauses_it() {
 }
 
 /// The simulator asks a host's NIC for a frame only when the NIC's deadline, a received frame
-/// or a poke says it may have one (docs/perf.md, "Simulator"): a 2:1 incast with DCQCN gives
-/// the same steps, flows, switch counters and events as asking every host at every step.
+/// or a poke says it may have one, and keeps each host's wake time across steps until one of
+/// these or its being asked changes it (docs/perf.md, "Simulator"): a 2:1 incast with DCQCN,
+/// run in 100 µs pieces with learning hellos injected between them (pokes), gives the same
+/// steps, flows, hosts, switch counters and events as asking every host at every step.
 #[test]
 fn asking_hosts_only_when_due_changes_nothing() {
     let run = |poll_every_host: bool| {
@@ -185,7 +187,13 @@ fn asking_hosts_only_when_due_changes_nothing() {
             ))
             .unwrap();
         }
-        sim.run_until(Instant::from_micros(1500)).unwrap();
+        for piece in 1..=15u64 {
+            sim.run_until(Instant::from_micros(piece * 100)).unwrap();
+            if piece % 4 == 0 {
+                let host = HostId(usize::try_from(piece / 4 % 3).unwrap());
+                sim.hello(host, None).unwrap();
+            }
+        }
         let ports: Vec<_> = (0..3)
             .map(|p| {
                 format!(
@@ -195,9 +203,86 @@ fn asking_hosts_only_when_due_changes_nothing() {
             })
             .collect();
         let flows: Vec<_> = sim.rdma_flow_ids().map(|f| sim.rdma_flow(f)).collect();
-        (sim.steps(), flows, ports, format!("{:?}", sim.events()))
+        let hosts: Vec<_> = (0..3)
+            .map(|h| format!("{:?}", sim.host(HostId(h)).stats()))
+            .collect();
+        (
+            sim.steps(),
+            flows,
+            hosts,
+            ports,
+            format!("{:?}", sim.events()),
+        )
     };
     let due = run(false);
     assert!(due.1.iter().all(|f| f.completed_bytes > 0), "{:?}", due.1);
+    assert_eq!(due, run(true));
+}
+
+/// The same with plain hosts: two line-rate flows and a paced one into one port (the switch
+/// pauses the senders with PFC), a flow added and hellos injected between pieces of the run.
+#[test]
+fn keeping_plain_hosts_wake_times_changes_nothing() {
+    let run = |poll_every_host: bool| {
+        let rate = 10 * GBPS;
+        let mut sim = Sim::with_config(SimConfig {
+            poll_every_host,
+            ..SimConfig::default()
+        })
+        .unwrap();
+        let sw = sim.add_switch(presets::simple(4, rate)).unwrap();
+        for i in 0..4u16 {
+            let h = sim.add_host(HostParams::numbered(i + 1));
+            sim.connect(
+                Endpoint::Host(h),
+                Endpoint::Switch(sw, PortId(i)),
+                LinkParams::new(rate, US),
+            )
+            .unwrap();
+        }
+        let prio = headroom_core::types::Priority::from_low_bits(3);
+        for (src, paced_bps) in [(0, None), (1, None), (2, Some(3 * GBPS))] {
+            let mut spec = headroom_sim::FlowSpec::new(HostId(src), HostId(3), 3, prio);
+            spec.rate_bps = paced_bps;
+            spec.frames = Some(2_000);
+            spec.start = Instant::from_micros(u64::try_from(src).unwrap() * 50);
+            sim.add_flow(spec).unwrap();
+        }
+        for piece in 1..=10u64 {
+            sim.run_until(Instant::from_micros(piece * 100)).unwrap();
+            if piece == 3 {
+                let mut spec = headroom_sim::FlowSpec::new(HostId(3), HostId(0), 3, prio);
+                spec.frames = Some(500);
+                spec.start = sim.now();
+                sim.add_flow(spec).unwrap();
+            }
+            if piece % 2 == 0 {
+                let host = HostId(usize::try_from(piece / 2 % 4).unwrap());
+                sim.hello(host, None).unwrap();
+            }
+        }
+        let flows: Vec<_> = sim.flow_ids().map(|f| sim.flow(f).clone()).collect();
+        let hosts: Vec<_> = (0..4).map(|h| sim.host(HostId(h)).stats().clone()).collect();
+        let ports: Vec<_> = (0..4)
+            .map(|p| {
+                format!(
+                    "{:?}",
+                    sim.switch(sw).shared().port_stats(PortId(p), sim.now())
+                )
+            })
+            .collect();
+        (
+            sim.steps(),
+            flows,
+            hosts,
+            ports,
+            format!("{:?}", sim.events()),
+        )
+    };
+    let due = run(false);
+    // The senders were paused, the hellos arrived, every flow delivered.
+    assert!(due.2[..2].iter().all(|h| h.pause_episodes[3] > 0), "{:?}", due.2);
+    assert!(due.2.iter().all(|h| h.other_rx > 0), "{:?}", due.2);
+    assert!(due.1.iter().all(|f| f.delivered_frames > 0), "{:?}", due.1);
     assert_eq!(due, run(true));
 }
