@@ -262,7 +262,9 @@ fn keeping_plain_hosts_wake_times_changes_nothing() {
             }
         }
         let flows: Vec<_> = sim.flow_ids().map(|f| sim.flow(f).clone()).collect();
-        let hosts: Vec<_> = (0..4).map(|h| sim.host(HostId(h)).stats().clone()).collect();
+        let hosts: Vec<_> = (0..4)
+            .map(|h| sim.host(HostId(h)).stats().clone())
+            .collect();
         let ports: Vec<_> = (0..4)
             .map(|p| {
                 format!(
@@ -281,7 +283,11 @@ fn keeping_plain_hosts_wake_times_changes_nothing() {
     };
     let due = run(false);
     // The senders were paused, the hellos arrived, every flow delivered.
-    assert!(due.2[..2].iter().all(|h| h.pause_episodes[3] > 0), "{:?}", due.2);
+    assert!(
+        due.2[..2].iter().all(|h| h.pause_episodes[3] > 0),
+        "{:?}",
+        due.2
+    );
     assert!(due.2.iter().all(|h| h.other_rx > 0), "{:?}", due.2);
     assert!(due.1.iter().all(|f| f.delivered_frames > 0), "{:?}", due.1);
     assert_eq!(due, run(true));
