@@ -219,11 +219,25 @@ fn a_restart_after_kill_9_replaces_the_stale_socket_but_never_a_live_one() {
     assert_eq!(answer["ok"], true, "{answer}");
 
     // A third switch on the same socket while the second runs: refused, the second unharmed.
-    let third = Command::new(HEADROOM)
+    // Spawned with a deadline: a third switch that took the live socket would run on, and the
+    // test must fail saying so, not hang.
+    let mut child = Command::new(HEADROOM)
         .args(["run", "-c"])
         .arg(&config)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("a third switch started on the live socket and ran for 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let third = child.wait_with_output().unwrap();
     assert!(!third.status.success());
     let stderr = String::from_utf8_lossy(&third.stderr);
     assert!(
