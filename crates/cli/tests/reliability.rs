@@ -224,18 +224,18 @@ fn a_restart_after_kill_9_replaces_the_stale_socket_but_never_a_live_one() {
     let mut child = Command::new(HEADROOM)
         .args(["run", "-c"])
         .arg(&config)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
+        if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!("a third switch started on the live socket and ran for 20 s");
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(20));
     }
     let third = child.wait_with_output().unwrap();
     assert!(!third.status.success());
