@@ -23,11 +23,11 @@
 //! first mark).
 
 use super::plan::{Host, Plan};
-use super::scenario::{ends, run_incast, IncastReport, IncastTraffic};
+use super::scenario::{default_fabric, last_host, run_incast, IncastReport, IncastTraffic};
 use super::switch_config::WRED_PROFILE;
+use super::switch_socket;
 use super::thresholds::{lossless_pg_thresholds, PgThresholds};
 use super::victim::{describe_window, victim_hosts, Victim, VictimWindow};
-use super::{read_plan, switch_socket, UpArgs};
 use crate::client::Target;
 use crate::lab::config::EcnThresholds;
 use crate::lab::incast::{Dcqcn, OnOff};
@@ -225,19 +225,8 @@ fn fabric_ecn_marks(plan: &Plan) -> u64 {
 
 pub(super) fn ecn_vs_pfc(args: &EcnVsPfcArgs) -> Result<ExitCode, LabError> {
     let rocegen = crate::lab::incast::find_rocegen(None)?;
-    let up = UpArgs {
-        timeout: args.timeout,
-        quiet: true,
-        ..UpArgs::defaults(&args.prefix)
-    };
-    super::up(&up)?;
-    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
-    let (_, leaf) = ends(&plan);
-    let receiver = plan
-        .hosts_of(&leaf)
-        .last()
-        .cloned()
-        .ok_or_else(|| LabError::Failed(format!("{leaf} has no host")))?;
+    let plan = default_fabric(&args.prefix, args.timeout)?;
+    let (leaf, receiver) = last_host(&plan)?;
     let (victim_from, victim_to) = victim_hosts(&plan)?;
     // The template is what the fabric runs now; a run that failed before may have left other
     // thresholds, so it is set first.

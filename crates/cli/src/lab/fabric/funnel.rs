@@ -22,11 +22,11 @@
 
 use super::plan::{Peer, Plan, Role};
 use super::scenario::{
-    ends, print_report, run_incast, set_on_every_switch, set_pfc, set_watchdogs, IncastReport,
-    IncastTraffic,
+    default_fabric, last_host, print_report, run_incast, set_on_every_switch, set_pfc,
+    set_watchdogs, IncastReport, IncastTraffic,
 };
+use super::switch_socket;
 use super::thresholds::{lossless_pg_thresholds, PgThresholds};
-use super::{read_plan, switch_socket, UpArgs};
 use crate::client::Target;
 use crate::lab::incast::{Dcqcn, OnOff};
 use crate::lab::LabError;
@@ -146,19 +146,8 @@ pub(crate) struct FunnelReport {
 
 pub(super) fn funnel(args: &FunnelArgs) -> Result<ExitCode, LabError> {
     let rocegen = crate::lab::incast::find_rocegen(None)?;
-    let up = UpArgs {
-        timeout: args.timeout,
-        quiet: true,
-        ..UpArgs::defaults(&args.prefix)
-    };
-    super::up(&up)?;
-    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
-    let (_, leaf) = ends(&plan);
-    let receiver = plan
-        .hosts_of(&leaf)
-        .last()
-        .cloned()
-        .ok_or_else(|| LabError::Failed(format!("{leaf} has no host")))?;
+    let plan = default_fabric(&args.prefix, args.timeout)?;
+    let (leaf, receiver) = last_host(&plan)?;
     let pfc = args.pfc == OnOff::On;
     // The watchdog is off for the run: with PFC the only brake, the spines' ports to the
     // receiver's leaf stay paused longer than the template's 200 ms detection time, and the
@@ -524,7 +513,7 @@ mod tests {
     #[test]
     fn hops_count_back_from_the_bottleneck_and_skip_ports_the_incast_does_not_enter() {
         let plan = super::super::plan::FabricSpec::new("t", 2, 2, 2).plan();
-        let (_, last) = ends(&plan);
+        let (last, _) = last_host(&plan).expect("a host on the last leaf");
         let mut seen = BTreeMap::new();
         for switch in &plan.switches {
             for port in &switch.ports {

@@ -658,25 +658,38 @@ fn set_everywhere(plan: &Plan, key: &str, value: &str) -> Result<(), LabError> {
     })
 }
 
+/// Builds (or repairs into) the scenarios' default fabric, 2 × 2 × 2, under `prefix`, waiting
+/// up to `timeout_s` for it, and reads its plan.
+pub(super) fn default_fabric(prefix: &str, timeout_s: u64) -> Result<Plan, LabError> {
+    let up = UpArgs {
+        timeout: timeout_s,
+        quiet: true,
+        ..UpArgs::defaults(prefix)
+    };
+    super::up(&up)?;
+    read_plan(prefix).map_err(LabError::Failed)
+}
+
+/// The last leaf and its last host: the incast's receiver, the stormed host.
+pub(super) fn last_host(plan: &Plan) -> Result<(String, super::plan::Host), LabError> {
+    let (_, leaf) = ends(plan);
+    let host = plan
+        .hosts_of(&leaf)
+        .last()
+        .cloned()
+        .ok_or_else(|| LabError::Failed(format!("{leaf} has no host")))?;
+    Ok((leaf, host))
+}
+
 /// Sets every port's watchdog of every switch on or off.
 pub(super) fn set_watchdogs(plan: &Plan, enabled: bool) -> Result<(), LabError> {
     set_on_every_port(plan, "pfcwd.enabled", &enabled.to_string())
 }
 
 fn storm(args: &StormArgs) -> Result<ExitCode, LabError> {
-    let up = UpArgs {
-        timeout: args.timeout,
-        quiet: true,
-        ..UpArgs::defaults(&args.prefix)
-    };
-    super::up(&up)?;
-    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
-    let (first_leaf, last_leaf) = ends(&plan);
-    let stormed = plan
-        .hosts_of(&last_leaf)
-        .last()
-        .cloned()
-        .ok_or_else(|| LabError::Failed(format!("{last_leaf} has no host")))?;
+    let plan = default_fabric(&args.prefix, args.timeout)?;
+    let (first_leaf, _) = ends(&plan);
+    let (last_leaf, stormed) = last_host(&plan)?;
     let sender = plan
         .hosts_of(&first_leaf)
         .next()
@@ -1163,12 +1176,7 @@ pub(super) fn run_incast(
         dcqcn,
     } = traffic;
     use headroom_rocegen::report::Report as RocegenReport;
-    let (_, last_leaf) = ends(plan);
-    let receiver = plan
-        .hosts_of(&last_leaf)
-        .last()
-        .cloned()
-        .ok_or_else(|| LabError::Failed(format!("{last_leaf} has no host")))?;
+    let (last_leaf, receiver) = last_host(plan)?;
     let senders: Vec<_> = plan
         .hosts
         .iter()
@@ -1303,13 +1311,7 @@ pub(super) fn run_incast(
 fn incast(args: &IncastArgs) -> Result<ExitCode, LabError> {
     use crate::lab::incast::OnOff;
     let rocegen = crate::lab::incast::find_rocegen(None)?;
-    let up = UpArgs {
-        timeout: args.timeout,
-        quiet: true,
-        ..UpArgs::defaults(&args.prefix)
-    };
-    super::up(&up)?;
-    let plan = read_plan(&args.prefix).map_err(LabError::Failed)?;
+    let plan = default_fabric(&args.prefix, args.timeout)?;
     let pfc = args.pfc == OnOff::On;
     if !pfc {
         set_pfc(&plan, "[4]")?;
