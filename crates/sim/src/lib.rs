@@ -81,6 +81,7 @@ pub mod link;
 pub mod output;
 mod plot;
 pub mod rdma;
+pub mod routing;
 pub mod scenario;
 pub mod swarm;
 
@@ -90,11 +91,13 @@ pub use link::{Channel, ChannelStats, Link, LinkId, LinkParams};
 pub use rdma::{
     NicFaults, PfcStorm, RdmaFlowId, RdmaFlowSpec, RdmaFlowStats, RdmaHost, RdmaHostParams,
 };
+pub use routing::{EcmpSeeds, SwitchRoutes};
 
 use flow::Flow;
 use headroom_core::events::Event;
 use headroom_core::frame::HeapFrame;
 use headroom_core::params::{ParamsError, SwitchParams};
+use headroom_core::route::{FibError, FibSender};
 use headroom_core::step::LcoreStep;
 use headroom_core::time::{Duration, Instant};
 use headroom_core::types::PortId;
@@ -177,6 +180,8 @@ pub enum SimError {
     InvalidConfig(String),
     /// The switch parameters were refused by the core.
     Switch(ParamsError),
+    /// A switch's FIB refused a route ([`Sim::install_routes`]).
+    Fib(FibError),
     /// The host's injection queue is full.
     InjectQueueFull(HostId),
     /// [`Sim::step`] found nothing that will ever happen.
@@ -216,6 +221,7 @@ impl core::fmt::Display for SimError {
             Self::InvalidFlow(why) => write!(f, "invalid flow: {why}"),
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Self::Switch(e) => write!(f, "switch parameters refused: {e}"),
+            Self::Fib(e) => write!(f, "FIB refused a route: {e}"),
             Self::InjectQueueFull(h) => write!(f, "{h:?}: injection queue full"),
             Self::Idle { at } => write!(f, "nothing will happen after {at:?}"),
             Self::Nic(why) => write!(f, "RoCE NIC refused: {why}"),
@@ -240,6 +246,8 @@ struct SwitchNode {
     rx: Vec<Vec<HeapFrame>>,
     /// Per port: frames `poll_tx_burst` returned beyond the one the link took.
     pending: Vec<VecDeque<HeapFrame>>,
+    /// The control side of the switch's FIB, once routes are installed ([`routing`]).
+    fib: Option<FibSender>,
 }
 
 /// The simulator. See the [crate documentation](crate).
@@ -258,6 +266,9 @@ pub struct Sim {
     /// asked, receiving and a poke reset it to `Instant::ZERO`; until then the scans keep it
     /// rather than ask the NIC again ([`Sim::host_wake_at_scan`]; docs/perf.md, "Simulator").
     host_wake: Vec<Instant>,
+    /// Per host: the router MAC it addresses its frames to, once routes are installed
+    /// ([`Sim::install_routes`]); empty on a bridged fabric.
+    host_gateways: Vec<Option<[u8; 6]>>,
     links: Vec<Link>,
     flows: Vec<Flow>,
     events: Vec<SimEvent>,
@@ -296,6 +307,7 @@ impl Sim {
             hosts: Vec::new(),
             host_links: Vec::new(),
             host_wake: Vec::new(),
+            host_gateways: Vec::new(),
             links: Vec::new(),
             flows: Vec::new(),
             events: Vec::new(),
@@ -334,6 +346,7 @@ impl Sim {
             ports: vec![None; ports],
             rx: (0..ports).map(|_| Vec::new()).collect(),
             pending: (0..ports).map(|_| VecDeque::new()).collect(),
+            fib: None,
         });
         Ok(SwitchId(self.switches.len() - 1))
     }
@@ -399,8 +412,13 @@ impl Sim {
             })?;
             Ok((host.params.mac, rdma.ip(), rdma.next_qpn()))
         };
-        let src = end(self, spec.src)?;
-        let dst = end(self, spec.dst)?;
+        let mut src = end(self, spec.src)?;
+        let mut dst = end(self, spec.dst)?;
+        // Each QP addresses its frames to its own host's gateway on a routed fabric.
+        (src.0, dst.0) = (
+            self.next_hop_mac(spec.dst, src.0),
+            self.next_hop_mac(spec.src, dst.0),
+        );
         let id = RdmaFlowId(self.rdma_flows.len());
         let (sender, receiver) = rdma::qp_pair(id, &spec, src, dst);
         let src_qp = self.hosts[spec.src.0]
@@ -595,7 +613,7 @@ impl Sim {
             return Err(SimError::InvalidFlow("too many flows".into()));
         }
         let src_mac = self.hosts[spec.src.0].params.mac;
-        let dst_mac = self.hosts[spec.dst.0].params.mac;
+        let dst_mac = self.next_hop_mac(spec.src, self.hosts[spec.dst.0].params.mac);
         let src = spec.src;
         self.flows.push(Flow::new(id, spec, src_mac, dst_mac));
         self.hosts[src.0].flows.push(id);

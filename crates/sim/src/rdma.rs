@@ -542,7 +542,8 @@ impl RdmaHost {
 }
 
 /// The QP pair of flow `id` between `src` (its next QPN `src_qpn`) and `dst` (`dst_qpn`):
-/// (the sender's QP, the receiver's).
+/// (the sender's QP, the receiver's). Each end's MAC is the one the *other* end addresses its
+/// frames to: the host's own on a bridged fabric, the other end's gateway on a routed one.
 pub(crate) fn qp_pair(
     id: RdmaFlowId,
     spec: &RdmaFlowSpec,

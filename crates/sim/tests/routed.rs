@@ -1,0 +1,233 @@
+//! Routed fabrics (`routing.rs`): a leaf-spine of routed switches with the routes
+//! `Sim::install_routes` computes; flows cross it through the core's LPM, ECMP and rewrite.
+
+use headroom_core::counters::DropReason;
+use headroom_core::params::{presets, SwitchParams, VlanMode};
+use headroom_core::time::Instant;
+use headroom_core::types::{PortId, Priority};
+use headroom_sim::{
+    EcmpSeeds, Endpoint, FlowSpec, HostId, HostParams, LinkParams, RdmaFlowSpec, RdmaHostParams,
+    Sim, SimError, SwitchId,
+};
+
+const GBPS: u64 = 1_000_000_000;
+const US: u64 = 1_000;
+const LEAVES: usize = 2;
+const SPINES: usize = 2;
+const HOSTS_PER_LEAF: usize = 2;
+
+/// Routed ports with router MAC 02:52:00:ss:00:pp.
+fn routed(s: usize, ports: usize) -> SwitchParams {
+    let mut p = presets::simple(ports, 10 * GBPS);
+    for (i, port) in p.ports.iter_mut().enumerate() {
+        port.vlan = VlanMode::Routed;
+        port.mac = [0x02, 0x52, 0, s as u8, 0, i as u8];
+    }
+    p
+}
+
+/// Two leaves, two spines, two hosts per leaf; host h on leaf h / 2. Leaf ports: hosts first,
+/// then one uplink per spine. Spine port l: leaf l. `rdma` makes RoCE hosts.
+fn leaf_spine(rdma: bool) -> Sim {
+    let mut sim = Sim::new();
+    let leaves: Vec<SwitchId> = (0..LEAVES)
+        .map(|l| sim.add_switch(routed(l, HOSTS_PER_LEAF + SPINES)).unwrap())
+        .collect();
+    let spines: Vec<SwitchId> = (0..SPINES)
+        .map(|s| sim.add_switch(routed(LEAVES + s, LEAVES)).unwrap())
+        .collect();
+    let link = LinkParams::new(10 * GBPS, US);
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for i in 0..HOSTS_PER_LEAF {
+            let params = HostParams::numbered((l * HOSTS_PER_LEAF + i + 1) as u16);
+            let h = if rdma {
+                sim.add_rdma_host(params, RdmaHostParams::default())
+                    .unwrap()
+            } else {
+                sim.add_host(params)
+            };
+            sim.connect(
+                Endpoint::Host(h),
+                Endpoint::Switch(leaf, PortId(i as u16)),
+                link,
+            )
+            .unwrap();
+        }
+    }
+    for (l, &leaf) in leaves.iter().enumerate() {
+        for (s, &spine) in spines.iter().enumerate() {
+            sim.connect(
+                Endpoint::Switch(leaf, PortId((HOSTS_PER_LEAF + s) as u16)),
+                Endpoint::Switch(spine, PortId(l as u16)),
+                link,
+            )
+            .unwrap();
+        }
+    }
+    sim
+}
+
+fn drops(sim: &Sim, s: usize) -> u64 {
+    let sw = sim.switch(SwitchId(s));
+    let ingress = sw.ingress().unwrap();
+    let egress = sw.egress().unwrap();
+    (0..sw.shared().params.ports.len())
+        .map(|p| {
+            let i = ingress.port_counters(PortId(p as u16));
+            let e = egress.port_counters(PortId(p as u16));
+            i.drops
+                .iter()
+                .chain(e.drops.iter())
+                .map(|c| c.get())
+                .sum::<u64>()
+        })
+        .sum()
+}
+
+#[test]
+fn routes_reach_every_host_and_cross_leaf_routes_spread_over_both_spines() {
+    let mut sim = leaf_spine(false);
+    let routes = sim.install_routes(EcmpSeeds::PerSwitch(7)).unwrap();
+    let hosts = LEAVES * HOSTS_PER_LEAF;
+    for (s, r) in routes.iter().enumerate() {
+        assert_eq!(r.routes, hosts, "switch {s}: a route to every host");
+    }
+    // A leaf reaches the other leaf's two hosts through both spines (one group); a spine
+    // reaches every host through its one leaf.
+    for leaf in &routes[..LEAVES] {
+        assert_eq!((leaf.ecmp_routes, leaf.ecmp_groups), (HOSTS_PER_LEAF, 1));
+    }
+    for spine in &routes[LEAVES..] {
+        assert_eq!((spine.ecmp_routes, spine.ecmp_groups), (0, 0));
+    }
+    // 32 flows from leaf 0's hosts to leaf 1's (each its own UDP source port), and one flow
+    // between the two hosts of leaf 1 (routed by the leaf alone).
+    let mut flows = Vec::new();
+    for k in 0..32usize {
+        let mut spec = FlowSpec::new(
+            HostId(k % 2),
+            HostId(2 + (k / 2) % 2),
+            3,
+            Priority::from_low_bits(3),
+        );
+        spec.frames = Some(20);
+        spec.rate_bps = Some(GBPS / 10);
+        flows.push(sim.add_flow(spec).unwrap());
+    }
+    let mut local = FlowSpec::new(HostId(3), HostId(2), 3, Priority::from_low_bits(3));
+    local.frames = Some(50);
+    flows.push(sim.add_flow(local).unwrap());
+    sim.run_until(Instant::from_millis(10)).unwrap();
+    for f in &flows {
+        let st = sim.flow(*f);
+        assert_eq!(
+            (st.delivered_frames, st.lost_frames),
+            (st.sent_frames, 0),
+            "{f:?}: every frame delivered"
+        );
+        assert!(st.sent_frames > 0);
+    }
+    for s in 0..LEAVES + SPINES {
+        assert_eq!(drops(&sim, s), 0, "switch {s} dropped nothing");
+    }
+    // Both uplinks of leaf 0 carried some of the 640 cross-leaf frames.
+    let up: Vec<u64> = (0..SPINES)
+        .map(|s| {
+            sim.channel_from(Endpoint::Switch(
+                SwitchId(0),
+                PortId((HOSTS_PER_LEAF + s) as u16),
+            ))
+            .unwrap()
+            .stats()
+            .data_frames
+        })
+        .collect();
+    assert_eq!(up.iter().sum::<u64>(), 640, "uplink frames {up:?}");
+    assert!(up.iter().all(|&n| n >= 100), "ECMP spread {up:?}");
+    // The local flow did not touch a spine.
+    let spine_down: u64 = (0..SPINES)
+        .map(|s| {
+            sim.channel_from(Endpoint::Switch(SwitchId(LEAVES + s), PortId(0)))
+                .unwrap()
+                .stats()
+                .data_frames
+        })
+        .sum();
+    assert_eq!(spine_down, 0, "nothing goes from a spine back to leaf 0");
+}
+
+#[test]
+fn a_frame_to_the_host_mac_instead_of_the_gateway_is_dropped_as_a_router_mac_mismatch() {
+    // Without installed routes, hosts address each other's MACs: a routed leaf drops that.
+    let mut sim = leaf_spine(false);
+    let mut spec = FlowSpec::new(HostId(0), HostId(1), 3, Priority::from_low_bits(3));
+    spec.frames = Some(5);
+    let f = sim.add_flow(spec).unwrap();
+    sim.run_until(Instant::from_millis(1)).unwrap();
+    assert_eq!(sim.flow(f).delivered_frames, 0);
+    let mismatched = sim
+        .switch(SwitchId(0))
+        .ingress()
+        .unwrap()
+        .port_counters(PortId(0))
+        .drops[DropReason::RouterMacMismatch.index()]
+    .get();
+    assert_eq!(mismatched, 5);
+}
+
+#[test]
+fn rdma_writes_cross_the_fabric_and_complete() {
+    let mut sim = leaf_spine(true);
+    sim.install_routes(EcmpSeeds::PerSwitch(1)).unwrap();
+    let flows: Vec<_> = (0..4)
+        .map(|k| {
+            sim.add_rdma_flow(RdmaFlowSpec::new(
+                HostId(k % 2),
+                HostId(2 + k / 2),
+                Some(256 << 10),
+                Instant::from_micros(10),
+            ))
+            .unwrap()
+        })
+        .collect();
+    sim.run_until(Instant::from_millis(5)).unwrap();
+    for f in flows {
+        let s = sim.rdma_flow(f);
+        assert_eq!(
+            (s.completed_bytes, s.delivered_bytes),
+            (256 << 10, 256 << 10),
+            "{f:?}"
+        );
+    }
+    for s in 0..LEAVES + SPINES {
+        assert_eq!(drops(&sim, s), 0, "switch {s} dropped nothing");
+    }
+}
+
+#[test]
+fn routes_are_refused_after_flows_and_on_bridged_ports() {
+    let mut sim = leaf_spine(false);
+    sim.add_flow(FlowSpec::new(
+        HostId(0),
+        HostId(2),
+        3,
+        Priority::from_low_bits(3),
+    ))
+    .unwrap();
+    assert!(matches!(
+        sim.install_routes(EcmpSeeds::Same(0)),
+        Err(SimError::InvalidConfig(_))
+    ));
+    let mut bridged = Sim::new();
+    let sw = bridged.add_switch(presets::simple(2, 10 * GBPS)).unwrap();
+    let h = bridged.add_host(HostParams::numbered(1));
+    bridged
+        .connect(
+            Endpoint::Host(h),
+            Endpoint::Switch(sw, PortId(0)),
+            LinkParams::new(10 * GBPS, US),
+        )
+        .unwrap();
+    let e = bridged.install_routes(EcmpSeeds::Same(0)).unwrap_err();
+    assert!(e.to_string().contains("not routed"), "{e}");
+}
