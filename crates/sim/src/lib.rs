@@ -11,7 +11,8 @@
 //! * **Switches** are `LcoreStep<HeapFrame>` built from [`SwitchParams`]; forwarding, buffer
 //!   accounting, PFC generation and reception, the watchdog, ECN, punting: all of it is the
 //!   core's. A switch takes no time to process a frame. There is no control plane: frames a
-//!   switch punts are counted ([`Sim::punted_frames`]) and dropped.
+//!   switch punts are counted ([`Sim::punted_frames`]) and dropped, and a routed fabric's
+//!   routes are computed once ([`Sim::install_routes`], [`routing`]).
 //! * **Links** ([`link`]) are full duplex, lossless, with a bit rate and a fixed propagation
 //!   delay. Each direction carries one frame at a time; a frame arrives whole after its wire
 //!   time (preamble, FCS and inter-frame gap included) plus the propagation delay. A switch

@@ -625,7 +625,8 @@ fn ideal_fct_ns(s: &Scenario, sim: &Sim, src: HostId, dst: HostId, bytes: u64) -
 }
 
 /// Links on the path from host `a` to host `b` (breadth-first over the topology: the shortest
-/// path, which is the L2 path on the loop-free topologies of phase A).
+/// path, which is the L2 path on a bridged topology and one of the equal-cost paths, all of
+/// the same length and rates, on a routed one).
 fn path_links(s: &Scenario, a: usize, b: usize) -> Vec<usize> {
     let topo = &s.topology;
     let key = |n: Node| match n {

@@ -638,6 +638,7 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
 
     let must_drain = lossless_ports.iter().flatten().all(|&l: &bool| l);
     let topology = Topology {
+        routed: false,
         hosts: (0..host_count).map(|h| format!("h{h}")).collect(),
         switches: switch_names,
         links,
@@ -689,6 +690,7 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
             switch_config_files: Vec::new(),
             nics,
             flows,
+            ecmp_seeds: crate::EcmpSeeds::PerSwitch(0),
         },
         expect: Expectations {
             lossless_ports,

@@ -91,27 +91,73 @@ fn bad_values_name_their_key() {
 }
 
 #[test]
-fn routed_shapes_say_they_need_routing() {
+fn routed_shapes_are_built_and_their_keys_checked() {
     let fat = GOOD.replace(
         "shape = \"single_switch\"\nhosts = 3",
         "shape = \"fat_tree\"\nk = 4",
     );
-    assert_has(
-        &errors(&fat),
-        "t.toml:6:9: topology.shape: \"fat_tree\" (k = 4: 16 hosts, 20 switches) needs routing",
+    let s = parse(&fat, "t.toml", Path::new(BASE), &LoadOptions::default()).unwrap();
+    assert!(s.topology.routed);
+    assert_eq!(
+        (
+            s.topology.hosts.len(),
+            s.topology.switches.len(),
+            s.topology.links.len()
+        ),
+        (16, 20, 48)
+    );
+    assert!(
+        s.topology.degrees().iter().all(|&d| d == 4),
+        "every switch has k ports"
     );
     let odd = fat.replace("k = 4", "k = 5");
     assert_has(
         &errors(&odd),
         "t.toml:7:5: topology.k: 5: a fat tree's k is even",
     );
+    assert_has(
+        &errors(&fat.replace("k = 4", "k = 18")),
+        "t.toml:7:5: topology.k: 18 not in 2..=16",
+    );
+    // More links than the configuration's 4 ports (k = 6: six per switch).
+    assert!(errors(&fat.replace("k = 4", "k = 6"))[0]
+        .contains("4 ports, but switch edge0_0 has 6 links"));
     let ls = GOOD.replace(
         "shape = \"single_switch\"\nhosts = 3",
-        "shape = \"leaf_spine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4",
+        "shape = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2",
+    );
+    let s = parse(&ls, "t.toml", Path::new(BASE), &LoadOptions::default()).unwrap();
+    assert_eq!(
+        s.topology.switches,
+        ["leaf0", "leaf1", "spine0", "spine1"].map(String::from)
     );
     assert_has(
-        &errors(&ls),
-        "t.toml:6:9: topology.shape: \"leaf_spine\" needs routing",
+        &errors(&ls.replace("spines = 2\n", "")),
+        "t.toml:5:2: topology.spines: missing (required for shape \"leaf_spine\")",
+    );
+    // Router interfaces take untagged frames.
+    let tagged = format!("{ls}vlan = 10\n");
+    assert_has(
+        &errors(&tagged),
+        "t.toml:19:8: flow[0].vlan: a routed topology's ports",
+    );
+    let seeded = ls.replace(
+        "hosts_per_leaf = 2",
+        "hosts_per_leaf = 2\necmp_hash_seed = \"same\"",
+    );
+    assert_has(
+        &errors(&seeded),
+        "t.toml:10:18: topology.ecmp_hash_seed: \"same\": expected \"per_switch\" or an integer seed",
+    );
+    let same = ls.replace(
+        "hosts_per_leaf = 2",
+        "hosts_per_leaf = 2\necmp_hash_seed = 7",
+    );
+    assert!(errors(&same).is_empty(), "{:?}", errors(&same));
+    let bridged = GOOD.replace("hosts = 3", "hosts = 3\necmp_hash_seed = 7");
+    assert_has(
+        &errors(&bridged),
+        "t.toml:8:18: topology.ecmp_hash_seed: only routed shapes",
     );
 }
 

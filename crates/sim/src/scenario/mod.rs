@@ -15,8 +15,10 @@ pub mod workload;
 pub use toml_spans::ScenarioError;
 
 use crate::rdma::{NicFaults, PfcStorm, RdmaFlowSpec, RdmaHostParams};
-use crate::{Endpoint, HostId, HostParams, LinkParams, Sim, SimConfig, SimError, SwitchId};
-use headroom_core::params::SwitchParams;
+use crate::{
+    EcmpSeeds, Endpoint, HostId, HostParams, LinkParams, Sim, SimConfig, SimError, SwitchId,
+};
+use headroom_core::params::{SwitchParams, VlanMode};
 use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_roce::dcqcn::RpParams;
@@ -109,6 +111,7 @@ struct RawTopology {
     spines: Option<u32>,
     hosts_per_leaf: Option<u32>,
     k: Option<u32>,
+    ecmp_hash_seed: Option<IntOrText>,
 }
 
 #[derive(Deserialize)]
@@ -237,6 +240,9 @@ pub struct Topology {
     pub switches: Vec<String>,
     /// Links; a switch's ports are numbered in the order its links appear.
     pub links: Vec<TopoLink>,
+    /// Whether the switches route (`leaf_spine`, `fat_tree`: every port a router interface,
+    /// routes from [`Sim::install_routes`]) rather than bridge.
+    pub routed: bool,
 }
 
 impl Topology {
@@ -293,6 +299,23 @@ pub struct Scenario {
     pub nics: Vec<RdmaHostParams>,
     /// The flows, in the order they are added.
     pub flows: Vec<ScenarioFlow>,
+    /// How a routed topology's switches seed their ECMP hash (unused when bridged).
+    pub ecmp_seeds: EcmpSeeds,
+}
+
+/// Router MAC of port `p` of switch `s` on a routed topology: 02:52:ss:ss:00:pp (locally
+/// administered; hosts are 02:48:53:…).
+#[must_use]
+pub fn router_mac(s: usize, p: usize) -> [u8; 6] {
+    let [s_hi, s_lo] = u16::try_from(s).unwrap_or(u16::MAX).to_be_bytes();
+    [
+        0x02,
+        0x52,
+        s_hi,
+        s_lo,
+        0,
+        u8::try_from(p).unwrap_or(u8::MAX),
+    ]
 }
 
 /// Locally administered MAC of host `i`: 02:48:53:00 then `i + 1`.
@@ -318,6 +341,12 @@ impl Scenario {
             // built without them (a frame flooded to a port with no link would wait there for
             // ever, holding buffer).
             params.ports.truncate(degrees[s]);
+            if self.topology.routed {
+                for (p, port) in params.ports.iter_mut().enumerate() {
+                    port.vlan = VlanMode::Routed;
+                    port.mac = router_mac(s, p);
+                }
+            }
             sim.add_switch(params)?;
         }
         for (i, name) in self.topology.hosts.iter().enumerate() {
@@ -340,15 +369,123 @@ impl Scenario {
             let (a, b) = (endpoint(l.a), endpoint(l.b));
             sim.connect(a, b, l.params)?;
         }
+        if self.topology.routed {
+            sim.install_routes(self.ecmp_seeds)?;
+        }
         for f in &self.flows {
             sim.add_rdma_flow(f.spec.clone())?;
         }
         // Every host announces itself when its link comes up (as hosts do with gratuitous ARP),
-        // so that the switches know where it is before traffic starts and do not flood it.
-        for h in 0..self.topology.hosts.len() {
-            sim.hello(HostId(h), self.nics[h].nic.vlan_id)?;
+        // so that bridging switches know where it is before traffic starts and do not flood
+        // it. Routers need no hello (their routes name every host).
+        if !self.topology.routed {
+            for h in 0..self.topology.hosts.len() {
+                sim.hello(HostId(h), self.nics[h].nic.vlan_id)?;
+            }
         }
         Ok(sim)
+    }
+}
+
+/// The low 32 bits of a scenario seed (the ECMP hash takes a 32-bit seed).
+fn seed_low_bits(seed: u64) -> u32 {
+    u32::try_from(seed & u64::from(u32::MAX)).unwrap_or(0)
+}
+
+/// A 2-tier Clos (RFC 7938 §3.2 with two tiers): `leaves` leaves with `per_leaf` hosts each,
+/// every leaf linked once to every one of `spines` spines. Switches: leaves `leaf0…`, then
+/// spines `spine0…`; hosts `h0…` leaf by leaf. A leaf's ports: its hosts, then one uplink per
+/// spine in spine order; a spine's: one per leaf in leaf order.
+fn leaf_spine(leaves: usize, spines: usize, per_leaf: usize, params: LinkParams) -> Topology {
+    let mut links = Vec::new();
+    for l in 0..leaves {
+        for i in 0..per_leaf {
+            links.push(TopoLink {
+                a: Node::Host(l * per_leaf + i),
+                b: Node::Switch(l),
+                params,
+            });
+        }
+    }
+    for l in 0..leaves {
+        for s in 0..spines {
+            links.push(TopoLink {
+                a: Node::Switch(l),
+                b: Node::Switch(leaves + s),
+                params,
+            });
+        }
+    }
+    Topology {
+        routed: true,
+        hosts: (0..leaves * per_leaf).map(|i| format!("h{i}")).collect(),
+        switches: (0..leaves)
+            .map(|l| format!("leaf{l}"))
+            .chain((0..spines).map(|s| format!("spine{s}")))
+            .collect(),
+        links,
+    }
+}
+
+/// A 3-tier fat tree of parameter `k` (Al-Fares et al., SIGCOMM 2008): `k` pods of `k/2` edge
+/// and `k/2` aggregation switches, `(k/2)²` core switches, `k³/4` hosts (`k/2` per edge);
+/// every switch has `k` ports. Edge `e` of pod `p` links to every aggregation switch of its pod;
+/// aggregation switch `a` of a pod links to cores `a·k/2 … a·k/2 + k/2 − 1`. Switches: edges
+/// `edge{p}_{e}`, then aggregations `agg{p}_{a}`, then cores `core{c}`; hosts `h0…` edge by
+/// edge. Ports: an edge's hosts, then its aggregation switches; an aggregation switch's edges,
+/// then its cores; a core's one per pod.
+fn fat_tree(k: usize, params: LinkParams) -> Topology {
+    let half = k / 2;
+    let edge = |p: usize, e: usize| p * half + e;
+    let agg = |p: usize, a: usize| k * half + p * half + a;
+    let core = |c: usize| k * k + c;
+    let mut links = Vec::new();
+    for p in 0..k {
+        for e in 0..half {
+            for i in 0..half {
+                links.push(TopoLink {
+                    a: Node::Host(edge(p, e) * half + i),
+                    b: Node::Switch(edge(p, e)),
+                    params,
+                });
+            }
+        }
+    }
+    for p in 0..k {
+        for e in 0..half {
+            for a in 0..half {
+                links.push(TopoLink {
+                    a: Node::Switch(edge(p, e)),
+                    b: Node::Switch(agg(p, a)),
+                    params,
+                });
+            }
+        }
+    }
+    for p in 0..k {
+        for a in 0..half {
+            for j in 0..half {
+                links.push(TopoLink {
+                    a: Node::Switch(agg(p, a)),
+                    b: Node::Switch(core(a * half + j)),
+                    params,
+                });
+            }
+        }
+    }
+    let mut switches = Vec::with_capacity(k * k + half * half);
+    for p in 0..k {
+        switches.extend((0..half).map(|e| format!("edge{p}_{e}")));
+    }
+    for p in 0..k {
+        switches.extend((0..half).map(|a| format!("agg{p}_{a}")));
+    }
+    switches.extend((0..half * half).map(|c| format!("core{c}")));
+    Topology {
+        routed: true,
+        hosts: (0..k * k * k / 4).map(|i| format!("h{i}")).collect(),
+        switches,
+        links,
     }
 }
 
@@ -547,6 +684,29 @@ impl Resolver<'_> {
         }
         let seed = options.seed.or(raw.simulation.seed).unwrap_or(1);
         let topology = self.topology(&raw.topology);
+        let ecmp_seeds = self.ecmp_seeds(&raw.topology, seed);
+        if topology.as_ref().is_some_and(|t| t.routed) {
+            // A router interface takes untagged (and priority-tagged) frames only.
+            if raw.nic.vlan.is_some() {
+                self.err(
+                    "nic.vlan",
+                    "a routed topology's ports are router interfaces: frames are untagged",
+                );
+            }
+            for (i, f) in raw.flow.iter().enumerate() {
+                if f.vlan.is_some() {
+                    self.err(
+                        &format!("flow[{i}].vlan"),
+                        "a routed topology's ports are router interfaces: frames are untagged",
+                    );
+                }
+            }
+        } else if raw.topology.ecmp_hash_seed.is_some() {
+            self.err(
+                "topology.ecmp_hash_seed",
+                "only routed shapes (\"leaf_spine\", \"fat_tree\") hash over ECMP paths",
+            );
+        }
         let (switch_params, switch_config_files) = match &topology {
             Some(t) => self.switches(&raw.switch, t, base),
             None => (Vec::new(), Vec::new()),
@@ -578,7 +738,34 @@ impl Resolver<'_> {
             switch_config_files,
             nics,
             flows,
+            ecmp_seeds,
         })
+    }
+
+    /// `topology.ecmp_hash_seed`: `"per_switch"` (the default: every switch its own seed,
+    /// derived from the scenario's seed) or one integer for every switch.
+    fn ecmp_seeds(&mut self, raw: &RawTopology, seed: u64) -> EcmpSeeds {
+        let key = "topology.ecmp_hash_seed";
+        match &raw.ecmp_hash_seed {
+            None => EcmpSeeds::PerSwitch(seed_low_bits(seed)),
+            Some(IntOrText::Text(t)) if t == "per_switch" => {
+                EcmpSeeds::PerSwitch(seed_low_bits(seed))
+            }
+            Some(IntOrText::Int(n)) => match u32::try_from(*n) {
+                Ok(n) => EcmpSeeds::Same(n),
+                Err(_) => {
+                    self.err(key, format!("{n} not in 0..=4294967295"));
+                    EcmpSeeds::PerSwitch(0)
+                }
+            },
+            Some(IntOrText::Text(t)) => {
+                self.err(
+                    key,
+                    format!("{t:?}: expected \"per_switch\" or an integer seed"),
+                );
+                EcmpSeeds::PerSwitch(0)
+            }
+        }
     }
 
     fn topology(&mut self, t: &RawTopology) -> Option<Topology> {
@@ -618,6 +805,7 @@ impl Resolver<'_> {
             "single_switch" => {
                 let n = count(self, "hosts", t.hosts, 2, 1024)?;
                 Some(Topology {
+                    routed: false,
                     hosts: (0..n).map(|i| format!("h{i}")).collect(),
                     switches: vec!["s0".into()],
                     links: (0..n)
@@ -651,6 +839,7 @@ impl Resolver<'_> {
                     });
                 }
                 Some(Topology {
+                    routed: false,
                     hosts: (0..m * k).map(|i| format!("h{i}")).collect(),
                     switches: (0..m).map(|i| format!("s{i}")).collect(),
                     links,
@@ -658,35 +847,19 @@ impl Resolver<'_> {
             }
             "custom" => self.custom(t, params),
             "leaf_spine" => {
-                let leaves = count(self, "leaves", t.leaves, 1, 1024);
-                let spines = count(self, "spines", t.spines, 1, 1024);
-                let hosts = count(self, "hosts_per_leaf", t.hosts_per_leaf, 1, 1024);
-                if leaves.is_some() && spines.is_some() && hosts.is_some() {
-                    self.err(
-                        "topology.shape",
-                        "\"leaf_spine\" needs routing (ECMP across the spines), which the core \
-                         does not have yet (not yet available)",
-                    );
-                }
-                None
+                let leaves = count(self, "leaves", t.leaves, 1, 256);
+                let spines = count(self, "spines", t.spines, 1, 64);
+                let per_leaf = count(self, "hosts_per_leaf", t.hosts_per_leaf, 1, 256);
+                let (leaves, spines, per_leaf) = (leaves?, spines?, per_leaf?);
+                Some(leaf_spine(leaves, spines, per_leaf, params))
             }
             "fat_tree" => {
-                if let Some(k) = count(self, "k", t.k, 2, 64) {
-                    if k % 2 == 1 {
-                        self.err("topology.k", format!("{k}: a fat tree's k is even"));
-                    } else {
-                        self.err(
-                            "topology.shape",
-                            format!(
-                                "\"fat_tree\" (k = {k}: {} hosts, {} switches) needs routing \
-                                 (ECMP), which the core does not have yet (not yet available)",
-                                k * k * k / 4,
-                                5 * k * k / 4
-                            ),
-                        );
-                    }
+                let k = count(self, "k", t.k, 2, 16)?;
+                if k % 2 == 1 {
+                    self.err("topology.k", format!("{k}: a fat tree's k is even"));
+                    return None;
                 }
-                None
+                Some(fat_tree(k, params))
             }
             other => {
                 self.err(
@@ -782,6 +955,7 @@ impl Resolver<'_> {
             }
         }
         Some(Topology {
+            routed: false,
             hosts,
             switches,
             links,
