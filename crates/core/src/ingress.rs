@@ -410,6 +410,18 @@ impl<F: Frame> Ingress<F> {
         self.st.inject(&ctx, now, port, frame)
     }
 
+    /// Whether released cells wait to be pulled into this side's accounting: its next
+    /// `handle_timeout` or `handle_rx_burst` would change the PG use it reports. Not a deadline
+    /// ([`Ingress::poll_timeout`] leaves it out: pulling can wait for the next call unless a
+    /// port wants pause, see `releases_can_change_pfc`); for a driver that skips calls on an
+    /// idle step and wants the reported use current (the simulator).
+    #[must_use]
+    pub fn has_releases_to_pull(&self) -> bool {
+        self.shared
+            .releases
+            .published_since(&self.st.seen_generation)
+    }
+
     /// Pulls cells released by egress sides into the accounting and re-evaluates XOFF/XON of
     /// the owned lossless PGs (dynamic limits move as pools fill and drain); applies the other
     /// ingress sides' FDB updates; ends storm-rate alarm episodes that are over. Due whenever

@@ -347,6 +347,18 @@ impl Releases {
         self.generation[egress_side].inc();
     }
 
+    /// Whether some egress side has published releases since `seen`, without taking them: a
+    /// hint for a driver that skips calls while a step is idle (the simulator). Relaxed loads
+    /// and no fence: nothing is read on the strength of the answer; the pull that follows
+    /// ([`Releases::pull_if_new`]) makes its own acquire.
+    #[inline]
+    pub(crate) fn published_since(&self, seen: &[u64]) -> bool {
+        self.generation
+            .iter()
+            .zip(seen)
+            .any(|(g, &seen)| g.get() != seen)
+    }
+
     /// Whether some egress side has published releases since `seen` (one generation per egress
     /// side, brought up to date). When it returns true the caller must read the counters, and
     /// they show at least everything published up to the generations now in `seen` (the reader's

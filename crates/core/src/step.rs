@@ -230,6 +230,16 @@ impl<F: Frame> LcoreStep<F> {
         }
     }
 
+    /// Whether this lcore's ingress side has released cells to pull (see
+    /// [`Ingress::has_releases_to_pull`]): the next `handle_timeout` would change the PG use
+    /// it reports. False without an ingress side.
+    #[must_use]
+    pub fn has_releases_to_pull(&self) -> bool {
+        self.ingress
+            .as_ref()
+            .is_some_and(Ingress::has_releases_to_pull)
+    }
+
     /// The MAC table of this lcore's ingress side (empty without one), as `show fdb` lists it.
     pub fn fdb_entries(&self, now: Instant) -> impl Iterator<Item = FdbEntry> + '_ {
         self.ingress.iter().flat_map(move |i| i.fdb().entries(now))

@@ -128,6 +128,10 @@ pub struct SimConfig {
     /// it kept each host's wake time: slower, and the results are the same (a test checks
     /// it). Off by default.
     pub poll_every_host: bool,
+    /// Drive every switch at every step (its received bursts, `handle_timeout`, every free
+    /// transmitter), as the simulator did before it kept each switch's wake time: slower on
+    /// fabrics, and the results are the same (a test checks it). Off by default.
+    pub drive_every_switch: bool,
 }
 
 impl Default for SimConfig {
@@ -136,6 +140,7 @@ impl Default for SimConfig {
             max_steps: 200_000_000,
             max_events: 1 << 20,
             poll_every_host: false,
+            drive_every_switch: false,
         }
     }
 }
@@ -249,6 +254,13 @@ struct SwitchNode {
     pending: Vec<VecDeque<HeapFrame>>,
     /// The control side of the switch's FIB, once routes are installed ([`routing`]).
     fib: Option<FibSender>,
+    /// When the switch next needs driving, as of the last time it was driven
+    /// (`Instant::ZERO`: at the next step). A switch is driven at a step when it received
+    /// frames, or this time has come, or after a poke; otherwise nothing it would do at the
+    /// step differs from doing nothing (see [`Sim::switch_wake_after`]).
+    wake: Instant,
+    /// Whether the switch is driven at the current step.
+    driven: bool,
 }
 
 /// The simulator. See the [crate documentation](crate).
@@ -348,6 +360,8 @@ impl Sim {
             rx: (0..ports).map(|_| Vec::new()).collect(),
             pending: (0..ports).map(|_| VecDeque::new()).collect(),
             fib: None,
+            wake: Instant::ZERO,
+            driven: false,
         });
         Ok(SwitchId(self.switches.len() - 1))
     }
@@ -712,11 +726,53 @@ impl Sim {
             }
         }
         for node in &self.switches {
-            if let Some(t) = node.sw.poll_timeout(now) {
+            let wake = if node.wake > now && !self.config.drive_every_switch {
+                Some(node.wake)
+            } else {
+                node.sw.poll_timeout(now)
+            };
+            if let Some(t) = wake {
                 next = earliest_after(now, next, t);
             }
         }
         next
+    }
+
+    /// When switch `s`, just driven at `now`, next needs driving: the earliest of its core's
+    /// deadline and the times its busy transmitters become free, or `Instant::ZERO` (at the
+    /// next step) when the core has work now.
+    ///
+    /// Until then, driving it changes nothing: its core's state changes only through the
+    /// calls the simulator makes, so its `poll_timeout` stays the deadline it was (every term
+    /// is a time kept in that state — pause expiries, shaper and PFC refresh times, watchdog
+    /// polls, storm windows); with no frame received, `handle_rx_burst` is not called;
+    /// `handle_timeout` before the deadline has nothing to do; a free transmitter that the
+    /// core gave nothing at the last drive gets nothing until one of those changes (a frame
+    /// in, a pause over, the shaper ready); and a busy one is asked once it is free. A deadline
+    /// at or before now (work the core could do now, such as a pending PFC frame) keeps the
+    /// switch driven at every step, as before.
+    ///
+    /// Cells a sent or dropped frame released wait on the egress side until the ingress side's
+    /// next call pulls them ([`LcoreStep::has_releases_to_pull`]); that call is made at the next
+    /// step, as the runtime's next loop iteration makes it, so that the PG use the switch
+    /// reports is never stale.
+    fn switch_wake_after(&self, s: usize, now: Instant) -> Instant {
+        let node = &self.switches[s];
+        if node.sw.has_releases_to_pull() {
+            return Instant::ZERO;
+        }
+        let mut wake = match node.sw.poll_timeout(now) {
+            Some(t) if t <= now => return Instant::ZERO,
+            Some(t) => t,
+            None => Instant::MAX,
+        };
+        for &(link, side) in node.ports.iter().flatten() {
+            let busy_until = self.links[link.0].dirs[side].busy_until;
+            if busy_until > now {
+                wake = wake.min(busy_until);
+            }
+        }
+        wake
     }
 
     /// When host `h` next needs asking for a frame, as of now (`None` without a link;
@@ -775,6 +831,9 @@ impl Sim {
         );
         if self.poked {
             self.host_wake.fill(Instant::ZERO);
+            for node in &mut self.switches {
+                node.wake = Instant::ZERO;
+            }
         }
         self.poked = false;
         self.steps += 1;
@@ -831,7 +890,12 @@ impl Sim {
                 }
             }
         }
+        // Which switches have anything to do (`switch_wake_after`).
+        let every = self.config.drive_every_switch;
         for node in &mut self.switches {
+            node.driven = every || node.wake <= t || node.rx.iter().any(|b| !b.is_empty());
+        }
+        for node in self.switches.iter_mut().filter(|n| n.driven) {
             for (p, burst) in node.rx.iter_mut().enumerate() {
                 if !burst.is_empty() {
                     let port = PortId(u16::try_from(p).unwrap_or(u16::MAX));
@@ -840,7 +904,7 @@ impl Sim {
             }
         }
         // 2. Time-driven work.
-        for node in &mut self.switches {
+        for node in self.switches.iter_mut().filter(|n| n.driven) {
             node.sw.handle_timeout(t);
         }
         // 3. One frame on every free transmitter.
@@ -850,6 +914,7 @@ impl Sim {
                     continue;
                 }
                 let frame = match link.ends[dir] {
+                    Endpoint::Switch(s, _) if !self.switches[s.0].driven => None,
                     Endpoint::Switch(s, p) => {
                         let node = &mut self.switches[s.0];
                         let pending = &mut node.pending[p.index()];
@@ -879,13 +944,16 @@ impl Sim {
             }
         }
         // 4. Punted frames: no control plane takes them.
-        for node in &mut self.switches {
+        for node in self.switches.iter_mut().filter(|n| n.driven) {
             while node.sw.poll_punt().is_some() {
                 node.punted += 1;
             }
         }
         // 5. Events.
         for (s, node) in self.switches.iter_mut().enumerate() {
+            if !node.driven {
+                continue;
+            }
             while let Some(event) = node.sw.poll_event() {
                 if self.events.len() < self.config.max_events {
                     self.events.push(SimEvent {
@@ -895,6 +963,12 @@ impl Sim {
                 } else {
                     self.events_lost += 1;
                 }
+            }
+        }
+        // 6. When each switch driven now needs driving again.
+        for s in 0..self.switches.len() {
+            if self.switches[s].driven {
+                self.switches[s].wake = self.switch_wake_after(s, t);
             }
         }
     }

@@ -25,6 +25,7 @@ use headroom_core::route::{
     fib_channel, EcmpGroupId, EcmpHash, EcmpMember, FibBuilder, FibConfig, Ipv4Prefix, NextHop,
     NextHopId, RouteTarget,
 };
+use headroom_core::time::Instant;
 use headroom_core::types::PortId;
 use headroom_wire::ethernet::MacAddress;
 use std::collections::{BTreeMap, VecDeque};
@@ -236,6 +237,11 @@ impl Sim {
             node.fib = Some(sender);
         }
         self.host_gateways = gateways;
+        // The switches changed from outside: every one is driven at the next step (no step
+        // is forced now: a FIB does nothing until a frame comes).
+        for node in &mut self.switches {
+            node.wake = Instant::ZERO;
+        }
         Ok(summary)
     }
 
