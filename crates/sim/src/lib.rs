@@ -30,15 +30,20 @@
 //! included, so there is no fallback tick), and a host becoming able to send (a pause expiring,
 //! a rate-limited or delayed flow becoming ready). With none of these, nothing will ever happen
 //! again: [`Sim::next_event_time`] is [`Instant::MAX`]. At each event time `t`, in the order
-//! documented on [`headroom_core::step`]:
+//! documented on [`headroom_core::step`], for every switch that is *due* (it received frames at
+//! `t`, or its wake time — its core's deadline, a busy transmitter becoming free, released
+//! cells waiting to be pulled — has come, or something changed from outside; a switch that is
+//! not due would do nothing, see `Sim::switch_wake_after`; [`SimConfig::drive_every_switch`]
+//! drives all at every step, with the same results):
 //!
 //! 1. frames whose last bit arrived by `t` are delivered: to switches with
 //!    [`LcoreStep::handle_rx_burst`] (one burst per port), to hosts;
-//! 2. [`LcoreStep::handle_timeout`] on every switch;
+//! 2. [`LcoreStep::handle_timeout`];
 //! 3. every free transmitter sends at most one frame: a switch port what
 //!    [`LcoreStep::poll_tx_burst`] returns (PFC first), a host its next eligible frame;
 //! 4. [`LcoreStep::poll_punt`] until empty (counted, dropped);
-//! 5. [`LcoreStep::poll_event`] until empty, into [`Sim::events`].
+//! 5. [`LcoreStep::poll_event`] until empty, into [`Sim::events`];
+//! 6. the switch's next wake time.
 //!
 //! Everything is iterated in index order, so a run is a pure function of its inputs. Nothing
 //! random is needed; parameters carry the core's WRED seed.
