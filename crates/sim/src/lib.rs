@@ -97,7 +97,7 @@ pub use link::{Channel, ChannelStats, Link, LinkId, LinkParams};
 pub use rdma::{
     NicFaults, PfcStorm, RdmaFlowId, RdmaFlowSpec, RdmaFlowStats, RdmaHost, RdmaHostParams,
 };
-pub use routing::{EcmpSeeds, SwitchRoutes};
+pub use routing::{EcmpSeeds, NextHopPackets, SwitchRoutes};
 
 use flow::Flow;
 use headroom_core::events::Event;
@@ -259,6 +259,8 @@ struct SwitchNode {
     pending: Vec<VecDeque<HeapFrame>>,
     /// The control side of the switch's FIB, once routes are installed ([`routing`]).
     fib: Option<FibSender>,
+    /// Its next hops (id, port, neighbour MAC, whether in an ECMP group), by port.
+    next_hops: Vec<(headroom_core::route::NextHopId, PortId, [u8; 6], bool)>,
     /// When the switch next needs driving, as of the last time it was driven
     /// (`Instant::ZERO`: at the next step). A switch is driven at a step when it received
     /// frames, or this time has come, or after a poke; otherwise nothing it would do at the
@@ -365,6 +367,7 @@ impl Sim {
             rx: (0..ports).map(|_| Vec::new()).collect(),
             pending: (0..ports).map(|_| VecDeque::new()).collect(),
             fib: None,
+            next_hops: Vec::new(),
             wake: Instant::ZERO,
             driven: false,
         });

@@ -17,6 +17,7 @@
 //! | `hosts.csv` | per sample, per host: cumulative frames, CNPs, PFC frames received, retransmissions |
 //! | `fct.csv` | per bounded flow: size, start, finish, FCT, ideal FCT, slowdown |
 //! | `events.csv` | XOFF/XON on every link (from the PFC frames on the wire), watchdog storms, PFC rate alarms |
+//! | `ecmp.csv` | per routed switch and next hop: the packets routed through it (empty on a bridged topology) |
 //! | `summary.txt` | totals, the conservation check, the run's cost |
 //! | `*.svg`, `*.png` | queue depth, flow rates, FCT slowdown by size, pause timeline (the PNG is the SVG rasterised) |
 
@@ -499,6 +500,28 @@ pub fn run(
         let _ = writeln!(events.text, "{at},{node},{port},{i},{what}");
     }
 
+    // Packets per next hop (routed shapes; header only on a bridged one).
+    let mut ecmp = Csv::new("ecmp.csv", "switch,port,neighbour,ecmp_member,packets");
+    for s in 0..switches {
+        for hop in sim.next_hop_packets(SwitchId(s)) {
+            let neighbour = sim
+                .attachment(Endpoint::Switch(SwitchId(s), hop.port))
+                .ok()
+                .flatten()
+                .map_or_else(String::new, |(link, side)| {
+                    node_name(sim.link(link).ends()[1 - side]).0
+                });
+            let _ = writeln!(
+                ecmp.text,
+                "{},{},{neighbour},{},{}",
+                scenario.topology.switches[s],
+                hop.port.index(),
+                hop.ecmp_member,
+                hop.packets
+            );
+        }
+    }
+
     // Totals and conservation.
     let now = sim.now();
     for (s, &port_count) in ports.iter().enumerate() {
@@ -567,7 +590,7 @@ pub fn run(
     );
 
     for csv in [
-        &queues, &pgs, &pause, &rates, &port_csv, &host_csv, &fct, &events,
+        &queues, &pgs, &pause, &rates, &port_csv, &host_csv, &fct, &events, &ecmp,
     ] {
         let path = out.join(csv.name);
         std::fs::write(&path, &csv.text).map_err(|e| RunError::Io(path.clone(), e))?;

@@ -74,6 +74,20 @@ pub struct SwitchRoutes {
     pub fib_bytes: usize,
 }
 
+/// Packets a switch forwarded through one of its next hops ([`Sim::next_hop_packets`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NextHopPackets {
+    /// The port the next hop is on.
+    pub port: PortId,
+    /// The neighbour's MAC (a switch port's router MAC, or a host's MAC).
+    pub mac: [u8; 6],
+    /// Whether the next hop is a member of an ECMP group.
+    pub ecmp_member: bool,
+    /// Packets routed through it (counted by the core at the routing decision, before
+    /// admission).
+    pub packets: u64,
+}
+
 /// The FIB sizes of a simulated switch: routes for every host, no IPv6, the default next-hop
 /// and ECMP limits.
 fn fib_config(hosts: usize, hash: EcmpHash) -> FibConfig {
@@ -225,6 +239,15 @@ impl Sim {
                 summary[s].routes += 1;
             }
         }
+        for (s, node) in self.switches.iter_mut().enumerate() {
+            let members: std::collections::BTreeSet<NextHopId> =
+                groups[s].keys().flatten().copied().collect();
+            node.next_hops = hops[s]
+                .iter()
+                .map(|(&(port, mac), &id)| (id, port, mac, members.contains(&id)))
+                .collect();
+            node.next_hops.sort_by_key(|&(_, port, mac, _)| (port, mac));
+        }
         for (s, mut b) in builders.into_iter().enumerate() {
             let fib = b
                 .publish()
@@ -243,6 +266,29 @@ impl Sim {
             node.wake = Instant::ZERO;
         }
         Ok(summary)
+    }
+
+    /// Packets switch `id` routed through each of its next hops (the core's per-next-hop
+    /// counters, SONiC's `show ecmp`), by port; empty before [`Sim::install_routes`].
+    ///
+    /// # Panics
+    /// If `id` was not returned by this simulator.
+    #[must_use]
+    pub fn next_hop_packets(&self, id: SwitchId) -> Vec<NextHopPackets> {
+        let node = &self.switches[id.0];
+        let Some(fib) = node.fib.as_ref() else {
+            return Vec::new();
+        };
+        let counters = fib.next_hop_packets();
+        node.next_hops
+            .iter()
+            .map(|&(hop, port, mac, ecmp_member)| NextHopPackets {
+                port,
+                mac,
+                ecmp_member,
+                packets: counters.get(hop.index()).map_or(0, |c| c.get()),
+            })
+            .collect()
     }
 
     /// The MAC host `h` addresses its frames to: its gateway once routes are installed, else

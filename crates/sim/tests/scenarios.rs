@@ -290,6 +290,30 @@ fn the_k4_fat_tree_routes_websearch_flows_over_every_core_switch_without_loss() 
                 .sum();
             assert!(rx > 0, "{name}: {core} carried nothing");
         }
+        // Every frame a switch received (but PFC) was routed through one of its next hops.
+        let ecmp = read(dir.path(), "ecmp.csv");
+        let mut through_members = 0;
+        for (i, sw) in s.topology.switches.iter().enumerate() {
+            let routed: u64 = rows(&ecmp, 0, sw)
+                .iter()
+                .map(|r| r[4].parse::<u64>().unwrap())
+                .sum();
+            let received: u64 = rows(&ports, 1, sw)
+                .iter()
+                .filter(|r| r[0] == last_time)
+                .map(|r| r[3].parse::<u64>().unwrap() - r[8].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(
+                routed, received,
+                "{name}: {sw} (switch {i}): routed vs received"
+            );
+            through_members += rows(&ecmp, 0, sw)
+                .iter()
+                .filter(|r| r[3] == "true")
+                .map(|r| r[4].parse::<u64>().unwrap())
+                .sum::<u64>();
+        }
+        assert!(through_members > 0, "{name}: no packet took an ECMP member");
         // Slowdowns are at least 1 (the ideal FCT is a lower bound on the routed path too).
         let fct = read(dir.path(), "fct.csv");
         for row in fct.lines().skip(1) {
