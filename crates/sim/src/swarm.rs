@@ -71,6 +71,9 @@ pub fn scenario_seeds(seed: u64, count: u64) -> impl Iterator<Item = u64> {
     })
 }
 
+/// Mixed into the seed for the routed-or-bridged choice (`generate`): "routed" in ASCII.
+const ROUTED_SALT: u64 = 0x726f_7574_6564;
+
 /// SplitMix64's output function applied to `x + golden gamma`.
 fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -637,8 +640,12 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         .collect();
 
     let must_drain = lossless_ports.iter().flatten().all(|&l: &bool| l);
+    // Half the two-switch scenarios route instead of bridging (every port a router interface,
+    // the routes `Sim::install_routes` computes). Drawn from the seed apart from the stream,
+    // so that every other choice of a seed's scenario stays what it was.
+    let routed = two_switches && splitmix64(seed ^ ROUTED_SALT) & 1 == 1;
     let topology = Topology {
-        routed: false,
+        routed,
         hosts: (0..host_count).map(|h| format!("h{h}")).collect(),
         switches: switch_names,
         links,
@@ -659,9 +666,10 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
         .collect();
     let dcqcn = nics.iter().filter(|n| n.nic.rp.is_some()).count();
     let description = format!(
-        "{host_count} hosts; {}; priority {data_priority}; watchdog {}; buffer {}; ECN {}; \
+        "{host_count} hosts{}; {}; priority {data_priority}; watchdog {}; buffer {}; ECN {}; \
          {} flows{} ({dcqcn} NICs with DCQCN), traffic until {traffic_stop_ns} ns; faults: {}; \
          drain limit {duration_ns} ns",
+        if routed { " (routed)" } else { "" },
         speeds.join("; "),
         watchdog.map_or("off".to_owned(), |w| format!(
             "{}/{}/{} us",

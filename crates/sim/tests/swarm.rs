@@ -135,3 +135,44 @@ fn the_checker_reports_a_storm_the_watchdog_did_not_declare_in_its_window() {
         other => panic!("seed {}: expected a late storm, got {other:?}", s.seed),
     }
 }
+
+/// Half the two-switch scenarios are routed (every port a router interface, the routes of
+/// `Sim::install_routes`): they are generated, pass every invariant, and frames cross the
+/// routed link between the switches.
+#[test]
+fn routed_scenarios_are_generated_and_pass() {
+    let routed: Vec<_> = scenario_seeds(1, 400)
+        .map(|seed| generate(seed).unwrap())
+        .filter(|s| s.scenario.topology.routed)
+        .take(6)
+        .collect();
+    assert_eq!(routed.len(), 6, "routed scenarios among 400 seeds");
+    let mut drained = 0;
+    for s in &routed {
+        assert_eq!(s.scenario.topology.switches.len(), 2);
+        assert!(s.description.contains("(routed)"), "{}", s.description);
+        let passed =
+            check(s).unwrap_or_else(|v| panic!("seed {}: {v} ({})", s.seed, s.description));
+        assert!(passed.sent_frames > 0, "seed {}", s.seed);
+        drained += u32::from(passed.drained_ns.is_some());
+        // The inter-switch link (the last one) carried data both ways or one way.
+        let mut sim = s.scenario.build().unwrap();
+        sim.run_until(headroom_core::time::Instant::from_nanos(
+            s.expect.traffic_stop_ns,
+        ))
+        .unwrap();
+        let trunk = sim.link(headroom_sim::LinkId(sim.link_count() - 1));
+        let frames: u64 = trunk
+            .ends()
+            .iter()
+            .filter_map(|&e| trunk.channel_from(e))
+            .map(|c| c.stats().data_frames)
+            .sum();
+        assert!(
+            frames > 0,
+            "seed {}: nothing routed between the switches",
+            s.seed
+        );
+    }
+    assert!(drained > 0, "some routed scenario drained");
+}
