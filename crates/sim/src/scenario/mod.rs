@@ -392,21 +392,26 @@ fn seed_low_bits(seed: u64) -> u32 {
     u32::try_from(seed & u64::from(u32::MAX)).unwrap_or(0)
 }
 
+/// The links of `per_switch` hosts under each of switches `0..switches`: host `s·per_switch + i`
+/// to switch `s`, switch by switch (so that each switch's first ports are its hosts).
+fn hosts_under(switches: usize, per_switch: usize, params: LinkParams) -> Vec<TopoLink> {
+    (0..switches)
+        .flat_map(|s| {
+            (0..per_switch).map(move |i| TopoLink {
+                a: Node::Host(s * per_switch + i),
+                b: Node::Switch(s),
+                params,
+            })
+        })
+        .collect()
+}
+
 /// A 2-tier Clos (RFC 7938 §3.2 with two tiers): `leaves` leaves with `per_leaf` hosts each,
 /// every leaf linked once to every one of `spines` spines. Switches: leaves `leaf0…`, then
 /// spines `spine0…`; hosts `h0…` leaf by leaf. A leaf's ports: its hosts, then one uplink per
 /// spine in spine order; a spine's: one per leaf in leaf order.
 fn leaf_spine(leaves: usize, spines: usize, per_leaf: usize, params: LinkParams) -> Topology {
-    let mut links = Vec::new();
-    for l in 0..leaves {
-        for i in 0..per_leaf {
-            links.push(TopoLink {
-                a: Node::Host(l * per_leaf + i),
-                b: Node::Switch(l),
-                params,
-            });
-        }
-    }
+    let mut links = hosts_under(leaves, per_leaf, params);
     for l in 0..leaves {
         for s in 0..spines {
             links.push(TopoLink {
@@ -439,18 +444,8 @@ fn fat_tree(k: usize, params: LinkParams) -> Topology {
     let edge = |p: usize, e: usize| p * half + e;
     let agg = |p: usize, a: usize| k * half + p * half + a;
     let core = |c: usize| k * k + c;
-    let mut links = Vec::new();
-    for p in 0..k {
-        for e in 0..half {
-            for i in 0..half {
-                links.push(TopoLink {
-                    a: Node::Host(edge(p, e) * half + i),
-                    b: Node::Switch(edge(p, e)),
-                    params,
-                });
-            }
-        }
-    }
+    // Edges are switches 0..k·k/2, pod by pod: host h sits under edge h / (k/2).
+    let mut links = hosts_under(k * half, half, params);
     for p in 0..k {
         for e in 0..half {
             for a in 0..half {
@@ -821,16 +816,7 @@ impl Resolver<'_> {
                 let m = switches_count(self);
                 let m = count(self, "switches", m, 1, 256)?;
                 let k = count(self, "hosts_per_switch", t.hosts_per_switch, 1, 256)?;
-                let mut links = Vec::new();
-                for s in 0..m {
-                    for i in 0..k {
-                        links.push(TopoLink {
-                            a: Node::Host(s * k + i),
-                            b: Node::Switch(s),
-                            params,
-                        });
-                    }
-                }
+                let mut links = hosts_under(m, k, params);
                 for s in 1..m {
                     links.push(TopoLink {
                         a: Node::Switch(s - 1),
