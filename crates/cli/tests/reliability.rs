@@ -446,19 +446,35 @@ fn the_metrics_endpoint_survives_slowloris_garbage_and_huge_headers_without_a_th
             "HTTP/1.1 404",
         ),
     ];
+    // A bad client may be evicted (408 "evicted") when the slowloris connections arriving
+    // with it find every slot taken before the server has read its bytes: that is the
+    // documented policy, not a failure (on a loaded 2-core CI machine a thread can be
+    // descheduled between connect and write). Such a client tries again; each must get its own
+    // status before the attack is over, and every other answer is a failure.
+    let bad_clients_end = Instant::now() + Duration::from_secs(7);
     let mut bad_clients = Vec::new();
     for (bytes, expect) in bad {
         for _ in 0..4 {
             let (addr, bytes) = (addr.clone(), bytes.clone());
             bad_clients.push(std::thread::spawn(move || {
-                let answer = http_exchange(&addr, &bytes);
-                if answer.starts_with(expect) {
-                    String::new()
-                } else {
-                    format!(
-                        "expected {expect}, got {:?}",
-                        &answer[..answer.len().min(80)]
-                    )
+                let mut evictions = 0u32;
+                loop {
+                    let answer = http_exchange(&addr, &bytes);
+                    if answer.starts_with(expect) {
+                        return (String::new(), evictions);
+                    }
+                    let evicted = answer.starts_with("HTTP/1.1 408")
+                        && answer
+                            .ends_with("evicted: too slow to send a request while others waited\n");
+                    if !evicted || Instant::now() >= bad_clients_end {
+                        let failure = format!(
+                            "expected {expect}, got {:?}",
+                            &answer[..answer.len().min(80)]
+                        );
+                        return (failure, evictions);
+                    }
+                    evictions += 1;
+                    std::thread::sleep(Duration::from_millis(50));
                 }
             }));
         }
@@ -483,9 +499,12 @@ fn the_metrics_endpoint_survives_slowloris_garbage_and_huge_headers_without_a_th
     }
     attack_over.store(true, Ordering::Relaxed);
     let slow_answers: Vec<String> = attackers.into_iter().map(|h| h.join().unwrap()).collect();
-    let failures: Vec<String> = bad_clients
-        .into_iter()
-        .map(|h| h.join().unwrap())
+    let bad_answers: Vec<(String, u32)> =
+        bad_clients.into_iter().map(|h| h.join().unwrap()).collect();
+    let bad_evictions: u32 = bad_answers.iter().map(|(_, e)| e).sum();
+    let failures: Vec<&String> = bad_answers
+        .iter()
+        .map(|(f, _)| f)
         .filter(|f| !f.is_empty())
         .collect();
     assert!(failures.is_empty(), "{failures:#?}");
@@ -496,7 +515,8 @@ fn the_metrics_endpoint_survives_slowloris_garbage_and_huge_headers_without_a_th
     let final_page = http_exchange(&addr, scrape.as_bytes());
     eprintln!(
         "{scrapes} scrapes during the attack, slowest {slowest:?}; threads {threads_before} \
-         before, at most {threads_max} during; {cut_off} of 200 slow connections answered 408"
+         before, at most {threads_max} during; {cut_off} of 200 slow connections answered 408; \
+         bad clients evicted and retried {bad_evictions} times"
     );
     assert!(scrapes >= 20);
     assert!(

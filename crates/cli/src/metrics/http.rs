@@ -273,6 +273,14 @@ impl HttpServer {
                     "408 Request Timeout",
                     "evicted: too slow to send a request while others waited\n",
                 ));
+                // Closing with unread input would reset the connection and the client could
+                // lose the 408: take what has arrived (bounded, never blocking) before closing.
+                let mut chunk = [0u8; 4096];
+                for _ in 0..4 {
+                    if !matches!((&evicted.stream).read(&mut chunk), Ok(n) if n > 0) {
+                        break;
+                    }
+                }
             }
             self.connections.push(Connection {
                 stream,
@@ -290,6 +298,48 @@ impl HttpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client whose bytes arrived after the last read but before it was evicted still gets
+    /// the whole 408 (a close with unread input would reset the connection instead).
+    #[test]
+    fn an_evicted_client_with_unread_input_reads_its_408() {
+        let mut server = HttpServer::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = server.local_addr().unwrap();
+        let mut first = TcpStream::connect(addr).unwrap();
+        server.serve(String::new);
+        let mut slow = Vec::new();
+        while server.connections() < CONNECTIONS_MAX {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+            slow.push(s);
+            server.serve(String::new);
+        }
+        // Enough that the server's socket still holds some when it closes; less than its
+        // receive buffer, so the write does not block.
+        first.write_all(&[b'x'; 8 * 1024]).unwrap();
+        first
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        // Over loopback the bytes are in the server's socket when write_all returns.
+        let _newcomer = TcpStream::connect(addr).unwrap();
+        let evicted_before = server.evicted;
+        for _ in 0..1000 {
+            server.serve(String::new);
+            if server.evicted > evicted_before {
+                break;
+            }
+        }
+        assert_eq!(server.evicted, evicted_before + 1, "the oldest was evicted");
+        let mut answer = Vec::new();
+        let read = first.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(read.is_ok(), "{read:?} after {answer:?}");
+        assert!(
+            answer.starts_with("HTTP/1.1 408")
+                && answer.ends_with("evicted: too slow to send a request while others waited\n"),
+            "{answer:?}"
+        );
+    }
 
     #[test]
     fn routes_what_prometheus_sends_and_refuses_the_rest() {
