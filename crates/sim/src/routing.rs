@@ -116,6 +116,24 @@ impl Sim {
     /// not [`VlanMode::Routed`], or a host is linked to another host; [`SimError::Fib`] when
     /// the core's FIB refuses a route (more hosts than it holds).
     pub fn install_routes(&mut self, seeds: EcmpSeeds) -> Result<Vec<SwitchRoutes>, SimError> {
+        self.install_routes_avoiding(seeds, &[])
+    }
+
+    /// As [`Sim::install_routes`], but no route sends out of the switch ports in `avoid_out`:
+    /// routes take the shortest paths over the remaining directed links (a routing policy, as
+    /// an operator's route maps impose one). A ring whose every switch avoids the port to its
+    /// predecessor routes clockwise only, the cyclic buffer dependency of a PFC deadlock
+    /// (Hu et al., HotNets 2016). A switch from which no host's switch can be reached over the
+    /// allowed links has no route to that host (its frames are dropped, `no_route`).
+    ///
+    /// # Errors
+    /// As [`Sim::install_routes`].
+    pub fn install_routes_avoiding(
+        &mut self,
+        seeds: EcmpSeeds,
+        avoid_out: &[(SwitchId, PortId)],
+    ) -> Result<Vec<SwitchRoutes>, SimError> {
+        let allowed = |s: SwitchId, p: PortId| !avoid_out.contains(&(s, p));
         if !self.flows.is_empty() || !self.rdma_flows.is_empty() {
             return Err(SimError::InvalidConfig(
                 "routes are installed before flows are added (flows address the gateway)".into(),
@@ -174,14 +192,15 @@ impl Sim {
             *gateway = Some(port_mac(self, home, home_port));
             let prefix = Ipv4Prefix::new(crate::flow::host_ip(HostId(h)), 32)
                 .map_err(|e| SimError::InvalidConfig(format!("host {h}'s address: {e:?}")))?;
-            // Hop counts from the host's switch (breadth first over switch links).
+            // Hop counts to the host's switch (breadth first from it, over switch links taken
+            // backwards: t is one hop further than s when t may send out of its port to s).
             distance.fill(usize::MAX);
             distance[home.0] = 0;
             queue.clear();
             queue.push_back(home);
             while let Some(s) = queue.pop_front() {
-                for &(_, t, _) in &neighbours[s.0] {
-                    if distance[t.0] == usize::MAX {
+                for &(_, t, q) in &neighbours[s.0] {
+                    if distance[t.0] == usize::MAX && allowed(t, q) {
                         distance[t.0] = distance[s.0] + 1;
                         queue.push_back(t);
                     }
@@ -196,7 +215,10 @@ impl Sim {
                 } else {
                     neighbours[s]
                         .iter()
-                        .filter(|&&(_, t, _)| distance[t.0] + 1 == distance[s])
+                        .filter(|&&(p, t, _)| {
+                            allowed(SwitchId(s), p)
+                                && distance[t.0].saturating_add(1) == distance[s]
+                        })
                         .map(|&(p, t, q)| (p, port_mac(self, t, q)))
                         .collect()
                 };

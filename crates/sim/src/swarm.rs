@@ -646,6 +646,7 @@ pub fn generate(seed: u64) -> Result<SwarmScenario, Violation> {
     let routed = two_switches && splitmix64(seed ^ ROUTED_SALT) & 1 == 1;
     let topology = Topology {
         routed,
+        routes_one_way: false,
         hosts: (0..host_count).map(|h| format!("h{h}")).collect(),
         switches: switch_names,
         links,

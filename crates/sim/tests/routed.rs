@@ -161,6 +161,67 @@ fn routes_reach_every_host_and_cross_leaf_routes_spread_over_both_spines() {
 }
 
 #[test]
+fn avoided_ports_carry_no_route_and_a_host_out_of_reach_has_none() {
+    let leaf0 = SwitchId(0);
+    let leaf0_to_spine1 = PortId((HOSTS_PER_LEAF + 1) as u16);
+    let spine0_to_leaf1 = (SwitchId(LEAVES), PortId(1));
+    let cross_leaf = |sim: &mut Sim| {
+        let mut spec = FlowSpec::new(HostId(0), HostId(2), 3, Priority::from_low_bits(3));
+        spec.frames = Some(40);
+        spec.rate_bps = Some(GBPS / 10);
+        let f = sim.add_flow(spec).unwrap();
+        sim.run_until(Instant::from_millis(5)).unwrap();
+        let st = sim.flow(f);
+        (st.sent_frames, st.delivered_frames)
+    };
+    // Leaf 0 may not send to spine 1: its routes to leaf 1 go through spine 0 alone; leaf 1
+    // keeps both spines.
+    let mut sim = leaf_spine(false);
+    let routes = sim
+        .install_routes_avoiding(EcmpSeeds::PerSwitch(7), &[(leaf0, leaf0_to_spine1)])
+        .unwrap();
+    assert_eq!(routes[0].routes, LEAVES * HOSTS_PER_LEAF);
+    assert_eq!(
+        (routes[0].ecmp_routes, routes[1].ecmp_routes),
+        (0, HOSTS_PER_LEAF)
+    );
+    assert_eq!(cross_leaf(&mut sim), (40, 40), "(sent, delivered)");
+    let hops = sim.next_hop_packets(leaf0);
+    assert!(hops.iter().all(|h| h.port != leaf0_to_spine1), "{hops:?}");
+    let via_spine0 = hops
+        .iter()
+        .find(|h| h.port == PortId(HOSTS_PER_LEAF as u16));
+    assert_eq!(via_spine0.map(|h| h.packets), Some(40), "{hops:?}");
+    // And spine 0 may not send to leaf 1: leaf 1's hosts are out of leaf 0's reach, so it has
+    // no route to them and drops what its hosts send there (no_route).
+    let mut sim = leaf_spine(false);
+    let routes = sim
+        .install_routes_avoiding(
+            EcmpSeeds::PerSwitch(7),
+            &[(leaf0, leaf0_to_spine1), spine0_to_leaf1],
+        )
+        .unwrap();
+    assert_eq!(
+        routes[0].routes, HOSTS_PER_LEAF,
+        "leaf 0: its own hosts only"
+    );
+    assert_eq!(
+        routes[1].routes,
+        LEAVES * HOSTS_PER_LEAF,
+        "leaf 1 reaches everyone"
+    );
+    assert_eq!(cross_leaf(&mut sim), (40, 0), "(sent, delivered)");
+    let no_route = sim
+        .switch(leaf0)
+        .ingress()
+        .unwrap()
+        .port_counters(PortId(0))
+        .drops[DropReason::NoRoute.index()]
+    .get();
+    assert_eq!(no_route, 40);
+}
+
+#[test]
 fn a_frame_to_the_host_mac_instead_of_the_gateway_is_dropped_as_a_router_mac_mismatch() {
     // Without installed routes, hosts address each other's MACs: a routed leaf drops that.
     let mut sim = leaf_spine(false);

@@ -159,6 +159,27 @@ fn routed_shapes_are_built_and_their_keys_checked() {
         &errors(&bridged),
         "t.toml:8:18: topology.ecmp_hash_seed: only routed shapes",
     );
+    // A ring: routed one way, clockwise; each switch's hosts, then its two ring links.
+    let ring = GOOD.replace(
+        "shape = \"single_switch\"\nhosts = 3",
+        "shape = \"ring\"\nswitches = 3\nhosts_per_switch = 1",
+    );
+    let s = parse(&ring, "t.toml", Path::new(BASE), &LoadOptions::default()).unwrap();
+    assert!(s.topology.routed && s.topology.routes_one_way);
+    assert_eq!(s.topology.switches, ["s0", "s1", "s2"].map(String::from));
+    assert_eq!(s.topology.degrees(), [3, 3, 3]);
+    assert_has(
+        &errors(&ring.replace("switches = 3", "switches = 2")),
+        "t.toml:7:12: topology.switches: 2 not in 3..=64",
+    );
+    assert_has(
+        &errors(&ring.replace("hosts_per_switch = 1\n", "")),
+        "t.toml:5:2: topology.hosts_per_switch: missing (required for shape \"ring\")",
+    );
+    assert_has(
+        &errors(&format!("{ring}vlan = 10\n")),
+        "t.toml:18:8: flow[0].vlan: a routed topology's ports",
+    );
 }
 
 #[test]

@@ -190,6 +190,29 @@ fn the_victim_flow_is_paused_by_pfc_though_its_path_is_free() {
     );
 }
 
+/// Divides the PFC watchdog's times (detection, restoration, poll) of every switch by
+/// `divisor`, as `load_reduced` divides the workload's, so that they keep their proportions.
+fn scale_watchdog(s: &mut Scenario, divisor: u64) {
+    for params in &mut s.switch_params {
+        params.watchdog.poll_interval_ns /= divisor;
+        for port in &mut params.ports {
+            if let Some(wd) = &mut port.watchdog {
+                wd.detection_time_ns /= divisor;
+                wd.restoration_time_ns /= divisor;
+            }
+        }
+    }
+}
+
+/// Times of the events of `events.csv` whose line ends with `what`.
+fn event_times(events: &str, what: &str) -> Vec<u64> {
+    events
+        .lines()
+        .filter(|l| l.ends_with(what))
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect()
+}
+
 #[test]
 fn a_pfc_storm_stalls_the_port_and_the_watchdog_breaks_it() {
     // A twentieth of the shipped 1 s (the full run is for `headroom sim` in release: once the
@@ -203,27 +226,13 @@ fn a_pfc_storm_stalls_the_port_and_the_watchdog_breaks_it() {
         ("pfc-storm-watchdog.toml", true),
     ] {
         let mut s = load_reduced(name, DIVISOR);
-        for params in &mut s.switch_params {
-            params.watchdog.poll_interval_ns /= DIVISOR;
-            for port in &mut params.ports {
-                if let Some(wd) = &mut port.watchdog {
-                    wd.detection_time_ns /= DIVISOR;
-                    wd.restoration_time_ns /= DIVISOR;
-                }
-            }
-        }
+        scale_watchdog(&mut s, DIVISOR);
         let wd = s.switch_params[0].ports[1].watchdog;
         assert_eq!(wd.is_some(), watchdog, "{name}");
         let dir = tempfile::tempdir().unwrap();
         let r = run_in(&s, dir.path());
         let events = read(dir.path(), "events.csv");
-        let at = |what: &str| -> Vec<u64> {
-            events
-                .lines()
-                .filter(|l| l.ends_with(what))
-                .map(|l| l.split(',').next().unwrap().parse().unwrap())
-                .collect()
-        };
+        let at = |what: &str| event_times(&events, what);
         let detected = at(",storm_detected");
         if let Some(wd) = wd {
             // The queue to h1 (s0 port 1, queue 3) sticks when the storm starts (50 ms / 20,
@@ -348,4 +357,139 @@ fn the_k8_fat_tree_builds_its_80_switches_and_routes_between_pods() {
         .map(|r| r[3].parse::<u64>().unwrap())
         .sum();
     assert!(core_rx > 0, "nothing crossed the core");
+}
+
+#[test]
+fn the_clockwise_ring_deadlocks_under_pfc_and_the_watchdog_breaks_it() {
+    // A fifth of the shipped 1 s, the watchdog's times scaled with it (detection and
+    // restoration 40 ms, poll 20 ms). The deadlock itself forms in tens of ms whatever the
+    // divisor (it is the time the ring's queues take to fill).
+    const DIVISOR: u64 = 5;
+    const MS: u64 = 1_000_000;
+    // Each switch's ring egress (towards its successor) and ring ingress (from its
+    // predecessor), by the ring shape's port order.
+    let ring_out = [("s0", "1"), ("s1", "2"), ("s2", "2")];
+    let ring_in = [("s0", "2"), ("s1", "1"), ("s2", "1")];
+    for (name, watchdog) in [
+        ("deadlock-ring3-no-watchdog.toml", false),
+        ("deadlock-ring3-watchdog.toml", true),
+    ] {
+        let mut s = load_reduced(name, DIVISOR);
+        scale_watchdog(&mut s, DIVISOR);
+        assert!(s.topology.routed && s.topology.routes_one_way, "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_in(&s, dir.path());
+        assert_eq!(r.lossless_drops, 0, "{name}: only the watchdog drops");
+        // Routed clockwise only: every switch sends to its host and to its successor, and
+        // nothing out of its ring ingress port (no route uses it).
+        let ecmp = read(dir.path(), "ecmp.csv");
+        for ((sw, out), (_, inp)) in ring_out.iter().zip(&ring_in) {
+            let hops = rows(&ecmp, 0, sw);
+            assert_eq!(hops.len(), 2, "{name}: {ecmp}");
+            assert!(
+                hops.iter()
+                    .any(|h| h[1] == *out && h[4].parse::<u64>().unwrap() > 0),
+                "{name}: {ecmp}"
+            );
+            assert!(hops.iter().all(|h| h[1] != *inp), "{name}: {ecmp}");
+        }
+        // Every switch paused its predecessor's ring egress: the cycle of XOFFs.
+        let events = read(dir.path(), "events.csv");
+        for (sw, inp) in ring_in {
+            let xoff = event_times(&events, &format!(",{sw},{inp},3,xoff"));
+            assert!(!xoff.is_empty(), "{name}: {sw} port {inp} sent no XOFF");
+        }
+        // Goodput of all flows together, per sample.
+        let rates = read(dir.path(), "rates.csv");
+        let mut goodput: Vec<(u64, u64)> = Vec::new();
+        for row in rates
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+        {
+            let (t, g) = (row[0].parse().unwrap(), row[5].parse::<u64>().unwrap());
+            match goodput.last_mut() {
+                Some((last, sum)) if *last == t => *sum += g,
+                _ => goodput.push((t, g)),
+            }
+        }
+        let delivered_after = |from: u64| -> u64 {
+            goodput
+                .iter()
+                .filter(|&&(t, _)| t > from)
+                .map(|&(_, g)| g)
+                .sum()
+        };
+        assert!(delivered_after(0) > 0, "{name}: traffic flowed first");
+        // The stall: the first sample from which nothing is delivered for 10 ms (pauses
+        // before the deadlock stop the hosts for 1–2 ms at a time; a deadlock lasts until the
+        // end, or until the watchdog acts).
+        let stall = goodput
+            .iter()
+            .map(|&(t, _)| t)
+            .find(|&t| {
+                t + 10 * MS <= s.duration_ns
+                    && goodput
+                        .iter()
+                        .filter(|&&(u, _)| (t..=t + 10 * MS).contains(&u))
+                        .all(|&(_, g)| g == 0)
+            })
+            .unwrap_or_else(|| panic!("{name}: traffic never stopped for 10 ms"));
+        eprintln!("{name}: stalled from {stall} ns; {} drops", r.drops);
+        assert!(
+            stall < 100 * MS,
+            "{name}: the ring deadlocked at {stall} ns"
+        );
+        let queues = read(dir.path(), "queues.csv");
+        let pause = read(dir.path(), "pause.csv");
+        let last = s.duration_ns.to_string();
+        if !watchdog {
+            // Nothing moves from the stall to the end, nothing is dropped, every ring egress
+            // queue still holds frames and is held by a pause from its successor.
+            assert_eq!(delivered_after(stall), 0, "{name}: it came unstuck");
+            assert_eq!(r.drops, 0, "{name}");
+            for (sw, out) in ring_out {
+                let depth = rows(&queues, 1, sw)
+                    .into_iter()
+                    .find(|q| q[0] == last && q[2] == out && q[3] == "3")
+                    .map(|q| q[4].parse::<u64>().unwrap());
+                assert!(depth.is_some_and(|d| d > 0), "{name}: {sw} queue {depth:?}");
+                let paused = rows(&pause, 1, sw)
+                    .into_iter()
+                    .any(|p| p[0] == last && p[2] == out && p[3] == "3" && p[4] == "1");
+                assert!(paused, "{name}: {sw} port {out} not paused at the end");
+            }
+            assert!(event_times(&events, ",storm_detected").is_empty(), "{name}");
+        } else {
+            // Every ring egress queue is declared stormed after the detection time, at a poll:
+            // the queues stuck before the goodput fell to zero (the host queues drain what
+            // they held, a few ms at most), so the first detection falls in [stall − 5 ms +
+            // detection, stall + detection + poll).
+            let wd = s.switch_params[0].ports[0].watchdog.unwrap();
+            let poll = s.switch_params[0].watchdog.poll_interval_ns;
+            let window = stall + wd.detection_time_ns - 5 * MS..stall + wd.detection_time_ns + poll;
+            for (sw, out) in ring_out {
+                let detected = event_times(&events, &format!(",{sw},{out},3,storm_detected"));
+                assert!(
+                    detected
+                        .first()
+                        .is_some_and(|t| window.contains(t) && t % poll == 0),
+                    "{name}: {sw} port {out} detected at {detected:?}, not in {window:?}"
+                );
+                let restored = event_times(&events, &format!(",{sw},{out},3,storm_restored"));
+                assert!(
+                    restored.first().is_some_and(|t| t > &detected[0]),
+                    "{name}: {sw} port {out} restored at {restored:?}"
+                );
+            }
+            // The watchdog dropped what the stormed queues held and traffic flowed again
+            // after the restoration.
+            assert!(r.drops > 0, "{name}");
+            let restored = event_times(&events, ",storm_restored");
+            assert!(
+                delivered_after(restored[0]) > 0,
+                "{name}: nothing after restoration"
+            );
+        }
+    }
 }

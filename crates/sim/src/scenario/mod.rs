@@ -240,9 +240,12 @@ pub struct Topology {
     pub switches: Vec<String>,
     /// Links; a switch's ports are numbered in the order its links appear.
     pub links: Vec<TopoLink>,
-    /// Whether the switches route (`leaf_spine`, `fat_tree`: every port a router interface,
+    /// Whether the switches route (`leaf_spine`, `fat_tree`, `ring`: every port a router interface,
     /// routes from [`Sim::install_routes`]) rather than bridge.
     pub routed: bool,
+    /// Whether routes cross each switch-to-switch link from its `a` end to its `b` end only
+    /// (`ring`: clockwise), instead of both ways ([`Sim::install_routes_avoiding`]).
+    pub routes_one_way: bool,
 }
 
 impl Topology {
@@ -365,12 +368,19 @@ impl Scenario {
                 Endpoint::Switch(SwitchId(s), PortId(p))
             }
         };
+        // One-way links: no route sends out of a switch-to-switch link's `b` end.
+        let mut avoid_out = Vec::new();
         for l in &self.topology.links {
             let (a, b) = (endpoint(l.a), endpoint(l.b));
+            if let (Endpoint::Switch(..), Endpoint::Switch(s, p)) = (a, b) {
+                if self.topology.routes_one_way {
+                    avoid_out.push((s, p));
+                }
+            }
             sim.connect(a, b, l.params)?;
         }
         if self.topology.routed {
-            sim.install_routes(self.ecmp_seeds)?;
+            sim.install_routes_avoiding(self.ecmp_seeds, &avoid_out)?;
         }
         for f in &self.flows {
             sim.add_rdma_flow(f.spec.clone())?;
@@ -423,11 +433,39 @@ fn leaf_spine(leaves: usize, spines: usize, per_leaf: usize, params: LinkParams)
     }
     Topology {
         routed: true,
+        routes_one_way: false,
         hosts: (0..leaves * per_leaf).map(|i| format!("h{i}")).collect(),
         switches: (0..leaves)
             .map(|l| format!("leaf{l}"))
             .chain((0..spines).map(|s| format!("spine{s}")))
             .collect(),
+        links,
+    }
+}
+
+/// A ring of `switches` routers, `per_switch` hosts under each, routed clockwise only: switch
+/// `s` sends everything not for its own hosts to switch `s + 1` (mod the count), however close
+/// the destination is the other way round. Every link of the ring carries the flows of several
+/// switches, and each waits on the next: the cyclic buffer dependency of the classic PFC
+/// deadlock (Hu et al., HotNets 2016; Guo et al., SIGCOMM 2016 §4.2). Switches `s0…`, hosts
+/// `h0…` switch by switch. A switch's ports: its hosts, then its two ring links (`s0`: to
+/// `s1`, then from the last; every other: from its predecessor, then to its successor).
+fn ring(switches: usize, per_switch: usize, params: LinkParams) -> Topology {
+    let mut links = hosts_under(switches, per_switch, params);
+    for s in 0..switches {
+        links.push(TopoLink {
+            a: Node::Switch(s),
+            b: Node::Switch((s + 1) % switches),
+            params,
+        });
+    }
+    Topology {
+        routed: true,
+        routes_one_way: true,
+        hosts: (0..switches * per_switch)
+            .map(|i| format!("h{i}"))
+            .collect(),
+        switches: (0..switches).map(|i| format!("s{i}")).collect(),
         links,
     }
 }
@@ -478,6 +516,7 @@ fn fat_tree(k: usize, params: LinkParams) -> Topology {
     switches.extend((0..half * half).map(|c| format!("core{c}")));
     Topology {
         routed: true,
+        routes_one_way: false,
         hosts: (0..k * k * k / 4).map(|i| format!("h{i}")).collect(),
         switches,
         links,
@@ -699,7 +738,7 @@ impl Resolver<'_> {
         } else if raw.topology.ecmp_hash_seed.is_some() {
             self.err(
                 "topology.ecmp_hash_seed",
-                "only routed shapes (\"leaf_spine\", \"fat_tree\") hash over ECMP paths",
+                "only routed shapes (\"leaf_spine\", \"fat_tree\", \"ring\") hash over ECMP paths",
             );
         }
         let (switch_params, switch_config_files) = match &topology {
@@ -801,6 +840,7 @@ impl Resolver<'_> {
                 let n = count(self, "hosts", t.hosts, 2, 1024)?;
                 Some(Topology {
                     routed: false,
+                    routes_one_way: false,
                     hosts: (0..n).map(|i| format!("h{i}")).collect(),
                     switches: vec!["s0".into()],
                     links: (0..n)
@@ -826,6 +866,7 @@ impl Resolver<'_> {
                 }
                 Some(Topology {
                     routed: false,
+                    routes_one_way: false,
                     hosts: (0..m * k).map(|i| format!("h{i}")).collect(),
                     switches: (0..m).map(|i| format!("s{i}")).collect(),
                     links,
@@ -838,6 +879,13 @@ impl Resolver<'_> {
                 let per_leaf = count(self, "hosts_per_leaf", t.hosts_per_leaf, 1, 256);
                 let (leaves, spines, per_leaf) = (leaves?, spines?, per_leaf?);
                 Some(leaf_spine(leaves, spines, per_leaf, params))
+            }
+            "ring" => {
+                let m = switches_count(self);
+                let m = count(self, "switches", m, 3, 64);
+                let k = count(self, "hosts_per_switch", t.hosts_per_switch, 1, 64);
+                let (m, k) = (m?, k?);
+                Some(ring(m, k, params))
             }
             "fat_tree" => {
                 let k = count(self, "k", t.k, 2, 16)?;
@@ -852,7 +900,7 @@ impl Resolver<'_> {
                     "topology.shape",
                     format!(
                         "unknown shape {other:?}: expected \"single_switch\", \"line\", \
-                         \"custom\", \"leaf_spine\" or \"fat_tree\""
+                         \"custom\", \"leaf_spine\", \"fat_tree\" or \"ring\""
                     ),
                 );
                 None
@@ -942,6 +990,7 @@ impl Resolver<'_> {
         }
         Some(Topology {
             routed: false,
+            routes_one_way: false,
             hosts,
             switches,
             links,
