@@ -210,7 +210,9 @@ fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(110)
-            .build_cartesian_2d(0.0..duration_us.max(1e-9), 0.0..n as f64)
+            // Row i is centred on y = i, so that the integer key points plotters labels fall
+            // on the rows' middles.
+            .build_cartesian_2d(0.0..duration_us.max(1e-9), -0.5..n as f64 - 0.5)
         else {
             return svg_placeholder(title);
         };
@@ -218,10 +220,15 @@ fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
         let _ = chart
             .configure_mesh()
             .x_desc("time (µs)")
-            .y_labels(n)
+            // n + 1 key points at most over a range of n: plotters' step is then 1, a label
+            // on every row (with n it would pick 2 and label every other row).
+            .y_labels(n + 1)
             .y_label_formatter(&|y| {
-                let i = y.floor() as usize;
-                labels.get(i).cloned().unwrap_or_default()
+                let i = y.round();
+                if (y - i).abs() > 1e-6 || i < 0.0 {
+                    return String::new();
+                }
+                labels.get(i as usize).cloned().unwrap_or_default()
             })
             .disable_y_mesh()
             .draw();
@@ -229,7 +236,7 @@ fn pauses(rows: &[(String, Vec<(f64, f64)>)], duration_us: f64) -> String {
             let y = i as f64;
             let _ = chart.draw_series(intervals.iter().map(|&(a, b)| {
                 Rectangle::new(
-                    [(a, y + 0.15), (b.max(a + duration_us / 2000.0), y + 0.85)],
+                    [(a, y - 0.35), (b.max(a + duration_us / 2000.0), y + 0.35)],
                     color(i).filled(),
                 )
             }));
