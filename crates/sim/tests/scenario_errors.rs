@@ -82,6 +82,35 @@ fn bad_values_name_their_key() {
         &errors(&format!("{GOOD}\n[nic]\ndcqcn = \"maybe\"\n")),
         "t.toml:19:9: nic.dcqcn: \"maybe\": expected",
     );
+    // The RC transport's limits are the scenario's, with the key (not the NIC's refusal).
+    for (line, message) in [
+        (
+            "window_packets = 0",
+            "t.toml:19:18: nic.window_packets: 0 not in 1..=8388607",
+        ),
+        (
+            "window_packets = 8388608",
+            "t.toml:19:18: nic.window_packets: 8388608 not in 1..=8388607",
+        ),
+        (
+            "send_queue_depth = 0",
+            "t.toml:19:20: nic.send_queue_depth: 0 not in 1..=65536",
+        ),
+        (
+            "send_queue_depth = 1000000000000",
+            "t.toml:19:20: nic.send_queue_depth: 1000000000000 not in 1..=65536",
+        ),
+        (
+            "ack_every = 0",
+            "t.toml:19:13: nic.ack_every: 0 not in 1..=65536",
+        ),
+        (
+            "retransmit_timeout = \"0us\"",
+            "t.toml:19:22: nic.retransmit_timeout: must be > 0",
+        ),
+    ] {
+        assert_has(&errors(&format!("{GOOD}\n[nic]\n{line}\n")), message);
+    }
     assert_has(
         &errors(&format!(
             "{GOOD}\n[[random]]\ncdf = \"websearch\"\nload = 1.5\nstop = \"1ms\"\n"

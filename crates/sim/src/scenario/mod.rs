@@ -1127,19 +1127,37 @@ impl Resolver<'_> {
                 }
             }
         }
+        // The RC transport's limits (headroom-roce refuses the rest, without a key to name):
+        // a PSN window below 2^23 (IBTA: half the 24-bit PSN space); a send queue and an ACK
+        // interval of at least one, and no more than a NIC's (64 Ki work requests here).
+        let within = |r: &mut Self, key: &str, v: u64, max: u64| -> bool {
+            let ok = (1..=max).contains(&v);
+            if !ok {
+                r.err(key, format!("{v} not in 1..={max}"));
+            }
+            ok
+        };
         if let Some(w) = n.window_packets {
-            p.nic.window_packets = w;
+            if within(self, "nic.window_packets", u64::from(w), (1 << 23) - 1) {
+                p.nic.window_packets = w;
+            }
         }
         if let Some(t) = &n.retransmit_timeout {
-            if let Some(ns) = self.fixed_time("nic.retransmit_timeout", t) {
-                p.nic.retransmit_timeout_ns = ns;
+            match self.fixed_time("nic.retransmit_timeout", t) {
+                Some(0) => self.err("nic.retransmit_timeout", "must be > 0"),
+                Some(ns) => p.nic.retransmit_timeout_ns = ns,
+                None => {}
             }
         }
         if let Some(d) = n.send_queue_depth {
-            p.nic.send_queue_depth = d;
+            if within(self, "nic.send_queue_depth", d as u64, 1 << 16) {
+                p.nic.send_queue_depth = d;
+            }
         }
         if let Some(a) = n.ack_every {
-            p.nic.ack_coalesce_packets = a;
+            if within(self, "nic.ack_every", u64::from(a), 1 << 16) {
+                p.nic.ack_coalesce_packets = a;
+            }
         }
         let mut nics = vec![p; topo.hosts.len()];
         for (i, f) in raw.fault.iter().enumerate() {
